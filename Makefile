@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+# Both create the virtual environment at .venv (once) with every Python dependency;
+# `make test` also installs the Debian packages the browser tests need.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.passlab-installed
+
+.PHONY: demo test test-fast bench system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[notebook,onnx,test]"
+	touch $(STAMP)
+
+# Debian's Chromium for the real-browser tests (never a browser a tool downloads) and
+# graphviz's `dot` for server-side graph layout. Skipped when already present.
+system-deps:
+	@command -v chromium >/dev/null && command -v dot >/dev/null || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq chromium graphviz >/dev/null; }
+
+demo: $(STAMP)
+	$(VENV)/bin/passlab demo
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest -ra
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -ra -m "not slow and not browser"
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) passlab-demo .pytest_cache

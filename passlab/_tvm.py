@@ -1,0 +1,292 @@
+"""Everything that depends on the TVM version, in one place.
+
+apache-tvm moves fast (Relay removed, ``tir`` split into ``tirx``/``s_tir``, struct info
+renamed to types). When TVM changes, this is the module to touch. Nothing here imports
+Jupyter; TVM itself is imported lazily so that ``import passlab`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._names import unknown
+
+#: Stage names, in pipeline order, of TVM's per-target Relax pipelines
+#: (``tvm.relax.backend.<target>.pipeline``).
+STAGES: tuple[str, ...] = ("library_dispatch", "legalize", "dataflow_lower", "finalize")
+
+#: Backend module per target kind (``tvm.relax.pipeline`` dispatches the same way).
+_BACKENDS = {"llvm": "cpu_generic", "cuda": "cuda", "rocm": "rocm", "metal": "gpu_generic"}
+
+#: The passes of ``tvm.relax.pipeline.default_build_pipeline`` (what ``relax.build`` and
+#: ``tvm.compile`` run on CPU), per stage. TVM builds that list inside a closure, so it is
+#: mirrored here; ``tests/test_pipeline.py`` checks it against a real ``relax.build``.
+_BUILD_VARIANT = {
+    "library_dispatch": ("backend.DispatchSampling", "backend.DispatchSortScan"),
+    "legalize": ("transform.LegalizeOps",),
+    "dataflow_lower": (
+        "transform.RewriteDataflowReshape",
+        "transform.ToNonDataflow",
+        "transform.RemovePurityChecking",
+        "transform.CallTIRRewrite",
+    ),
+    "finalize": (
+        "transform.StaticPlanBlockMemory",
+        "transform.RewriteCUDAGraph",
+        "transform.LowerAllocTensor",
+        "transform.KillAfterLastUse",
+        "transform.LowerRuntimeBuiltin",
+        "transform.ComputePrimValue",
+        "transform.VMShapeLower",
+        "transform.AttachGlobalSymbol",
+    ),
+}
+
+#: Names of pass wrappers that only sequence other passes (TVM's own ``Sequential`` and
+#: the ``_pipeline`` module passes of the default Relax and TIR pipelines).
+CONTAINER_NAMES = frozenset({"sequential", "_pipeline"})
+
+
+def tvm():
+    import tvm as _tvm
+
+    return _tvm
+
+
+def relax():
+    from tvm import relax as _relax
+
+    return _relax
+
+
+def is_module(obj: Any) -> bool:
+    return isinstance(obj, tvm().IRModule)
+
+
+def is_pass(obj: Any) -> bool:
+    return isinstance(obj, tvm().transform.Pass)
+
+
+# ---------------------------------------------------------------------------- targets
+SUPPORTED_TARGETS = ("llvm", "cuda", "rocm", "metal")
+
+
+def target(spec: Any):
+    """A ``tvm.target.Target`` from a string, dict or Target; one clear error otherwise."""
+    t = tvm()
+    if isinstance(spec, t.target.Target):
+        tgt = spec
+    else:
+        try:
+            tgt = t.target.Target(spec)
+        except Exception as exc:  # TVM raises ValueError or its own errors
+            kind = str(spec).split()[0] if isinstance(spec, str) and spec.strip() else spec
+            raise unknown(
+                "target", str(kind), SUPPORTED_TARGETS,
+                extra=f"(TVM said: {str(exc).splitlines()[0]})",
+            ) from None
+    if _backend_module_name(tgt) is None:
+        raise unknown(
+            "target", tgt.kind.name, SUPPORTED_TARGETS,
+            extra="passlab knows the Relax pipelines of these target kinds.",
+        )
+    return tgt
+
+
+def target_label(spec: Any, tgt) -> str:
+    """A short, re-parseable name: the user's string when they gave one (``"llvm"``),
+    else TVM's JSON form."""
+    return spec.strip() if isinstance(spec, str) else str(tgt)
+
+
+def same_target(a: Any, b: Any) -> bool:
+    return str(target(a)) == str(target(b))
+
+
+def _backend_module_name(tgt) -> str | None:
+    name = _BACKENDS.get(tgt.kind.name)
+    if name is None and "gpu" in list(tgt.keys):
+        name = "gpu_generic"
+    return name
+
+
+def relax_build_variant(tgt) -> str:
+    """Which pipeline ``relax.build(mod, target)`` runs by default: GPU targets take the
+    target's fused pipeline, CPU takes ``default_build_pipeline`` (no FuseOps/FuseTIR)."""
+    return "fused" if "gpu" in list(tgt.keys) else "build"
+
+
+def stage_passes(tgt, variant: str) -> list[tuple[str, list]]:
+    """``[(stage, [Pass, ...]), ...]`` for ``variant`` "fused" (the target's default
+    pipeline, from ``tvm.relax.backend.<target>.pipeline``) or "build" (what
+    ``relax.build`` runs on CPU)."""
+    if variant == "fused":
+        mod = importlib.import_module(f"tvm.relax.backend.{_backend_module_name(tgt)}.pipeline")
+        with tgt:
+            return [(s, list(getattr(mod, f"{s}_passes")(tgt))) for s in STAGES]
+    if variant == "build":
+        r = relax()
+        out = []
+        for stage, names in _BUILD_VARIANT.items():
+            passes = []
+            for dotted in names:
+                ns, fn = dotted.split(".")
+                passes.append(getattr(getattr(r, ns), fn)())
+            out.append((stage, passes))
+        return out
+    raise unknown("pipeline variant", variant, ("fused", "build"))
+
+
+# ----------------------------------------------------------------------------- passes
+def pass_name(p) -> str:
+    return p.info.name
+
+
+def module_pass(fn: Callable, name: str):
+    """Wrap ``fn(mod) -> mod`` (or ``fn(mod, ctx)``) as a module-level TVM pass."""
+    return tvm().transform.module_pass(fn, opt_level=0, name=name)
+
+
+def sequential(passes: Sequence, name: str):
+    return tvm().transform.Sequential(list(passes), opt_level=0, name=name)
+
+
+def copy_context(extra_instruments: Sequence = (), **overrides):
+    """A PassContext equal to the current one plus ``extra_instruments``.
+
+    An inner ``with PassContext(...)`` replaces the outer context's instruments, opt_level
+    and config; copying keeps what the user set and adds the recorder.
+    """
+    t = tvm()
+    cur = t.transform.PassContext.current()
+    kwargs = dict(
+        opt_level=cur.opt_level,
+        required_pass=list(cur.required_pass),
+        disabled_pass=list(cur.disabled_pass),
+        instruments=list(cur.instruments) + list(extra_instruments),
+        config=dict(cur.config) if cur.config else None,
+    )
+    kwargs.update(overrides)
+    return t.transform.PassContext(**kwargs)
+
+
+def build(mod, tgt, relax_pipeline, tir_pipeline="default"):
+    """Build ``mod`` with ``relax_pipeline`` (a Pass) to a VM executable."""
+    return relax().build(mod, tgt, relax_pipeline=relax_pipeline, tir_pipeline=tir_pipeline)
+
+
+# -------------------------------------------------------------------------- functions
+def functions(mod) -> dict[str, Any]:
+    """``{global name: function}`` of a module."""
+    return {gv.name_hint: f for gv, f in mod.functions.items()}
+
+
+def function_hash(func) -> int:
+    """Structural hash of one function, skipping tensor content (weights)."""
+    import tvm_ffi
+
+    return tvm_ffi.structural_hash(func, False, True)
+
+
+def attrs_equal(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if a.same_as(b):
+        return True
+    import tvm_ffi
+
+    return tvm_ffi.structural_equal(a, b, True, True)
+
+
+def is_relax_function(func) -> bool:
+    return isinstance(func, relax().Function)
+
+
+def is_prim_func(func) -> bool:
+    return isinstance(func, tvm().tirx.PrimFunc)
+
+
+def entry_function(mod) -> str:
+    """Name of the function a user calls: ``forward``/``main``, else the only public
+    Relax function."""
+    fns = functions(mod)
+    for name in ("forward", "main"):
+        if name in fns and is_relax_function(fns[name]):
+            return name
+    public = [n for n, f in fns.items() if is_relax_function(f) and _is_public(f)]
+    if len(public) == 1:
+        return public[0]
+    raise ValueError(
+        "cannot tell which function to run: the module has "
+        + (f"the public Relax functions {public}" if public else "no public Relax function")
+        + "; pass function='name'."
+    )
+
+
+def _is_public(func) -> bool:
+    attrs = func.attrs
+    return attrs is not None and "global_symbol" in attrs
+
+
+def parse_script(text: str):
+    """An IRModule from TVMScript source."""
+    import re
+
+    from tvm.script import from_source, ir, relax, tirx
+
+    # from_source parses one module or function; the usual header imports would be
+    # rejected, so they are dropped and the names they bind are provided instead.
+    body = re.sub(r"^(from tvm\.script import .*|import tvm.*)$", "", text, flags=re.M)
+    return from_source(body, extra_vars={"I": ir, "R": relax, "T": tirx})
+
+
+def params(func) -> list[tuple[str, tuple, str]]:
+    """``[(name, shape, dtype), ...]`` of a Relax function's tensor parameters; symbolic
+    dimensions appear as their variable names."""
+    out = []
+    for p in func.params:
+        ty = p.ty
+        shape = tuple(
+            int(d) if isinstance(d, tvm().tirx.IntImm) else str(d) for d in ty.shape.values
+        )
+        out.append((p.name, shape, str(ty.dtype)))
+    return out
+
+
+def num_inputs(func) -> int | None:
+    attrs = func.attrs
+    if attrs is not None and "num_input" in attrs:
+        return int(attrs["num_input"])
+    return None
+
+
+def virtual_machine(executable, device: str = "cpu"):
+    r = relax()
+    return r.VirtualMachine(executable, getattr(tvm(), device)())
+
+
+def to_tvm_tensor(array):
+    return tvm().runtime.tensor(array)
+
+
+def to_numpy(value):
+    """numpy arrays from a VM result (a tensor or a nested tuple of them)."""
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    if isinstance(value, (list, tuple)) or type(value).__name__ in ("Array", "List"):
+        return tuple(to_numpy(v) for v in value)
+    return value
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("apache-tvm", "apache-tvm-ffi", "passlab"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

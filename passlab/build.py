@@ -1,0 +1,329 @@
+"""Build a module with a pipeline while recording every pass, then run it.
+
+``build()`` copies the user's current PassContext (opt_level, config, required and
+disabled passes, instruments), adds the recorder, and calls ``relax.build`` with the
+pipeline as one module pass, so TVM's TIR pipeline and codegen run (and are recorded) as
+usual. A failing build raises :class:`BuildError`, which carries the trace so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from . import _tvm
+from .pipeline import ROOT_NAME, Pipeline
+from .recorder import Recorder
+from .trace import Failure, Trace, from_events
+
+__all__ = ["build", "record", "Recording", "Build", "BuildError", "as_module", "max_abs_diff"]
+
+_CONVERTED_NOTE = ("TVM hands Python exceptions raised inside passes back as RuntimeError; "
+                   "the message is kept")
+
+
+class BuildError(RuntimeError):
+    """A build failed. ``.trace`` keeps every step recorded up to the failure, ``.step``
+    is the failing pass (None when codegen failed after every pass finished), and
+    ``.original`` the exception TVM or the pass raised.
+
+    When the failing pass raised a Python exception, the error raised is also an
+    instance of that exception's class, so ``except ValueError`` still catches it.
+    """
+
+    def __init__(self, message: str, trace: Trace, original: BaseException | None = None):
+        super().__init__(message)
+        self.trace = trace
+        self.original = original
+
+    @property
+    def failure(self) -> Failure | None:
+        return self.trace.failure
+
+    @property
+    def step(self):
+        f = self.trace.failure
+        return None if f is None else f.step
+
+
+_ERROR_CLASSES: dict[type, type] = {}
+
+
+def _error_class(orig: type) -> type:
+    """``BuildError`` mixed with the original exception's class, where Python allows."""
+    if orig in _ERROR_CLASSES:
+        return _ERROR_CLASSES[orig]
+    cls: type = BuildError
+    if issubclass(orig, Exception) and not issubclass(orig, BuildError):
+        try:
+            cls = type(f"BuildError[{orig.__name__}]", (BuildError, orig), {
+                "__init__": BuildError.__init__, "__str__": BaseException.__str__,
+                "__module__": __name__})
+        except TypeError:  # incompatible layouts (e.g. OSError): plain BuildError
+            cls = BuildError
+    _ERROR_CLASSES[orig] = cls
+    return cls
+
+
+def as_module(model: Any):
+    """An IRModule from a model: an IRModule, TVMScript source, or a built-in model name."""
+    if _tvm.is_module(model):
+        return model
+    if isinstance(model, str):
+        from . import models
+
+        if model in models.NAMES:
+            return models.by_name(model)
+        if "def " in model or "@" in model:
+            try:
+                return _tvm.parse_script(model)
+            except Exception as exc:
+                raise ValueError(f"could not parse the TVMScript given as the model: {exc}") from None
+        from ._names import unknown
+
+        raise unknown("model", model, models.NAMES,
+                      extra="A model is an IRModule, TVMScript source or a built-in model name.")
+    raise TypeError(
+        f"a model must be a tvm.IRModule, TVMScript source or a built-in model name "
+        f"(one of {', '.join(__import__('passlab.models').models.NAMES)}), "
+        f"not {type(model).__name__}"
+    )
+
+
+def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
+    if pipeline is None:
+        return Pipeline.default("llvm" if target is None else target)
+    if isinstance(pipeline, str):
+        return Pipeline.default("llvm" if target is None else target, variant=pipeline)
+    if not isinstance(pipeline, Pipeline):
+        raise TypeError(
+            f"pipeline must be a passlab.Pipeline (e.g. Pipeline.default('llvm')) or a "
+            f"variant name ('fused' or 'build'), not {type(pipeline).__name__}"
+        )
+    if target is not None and not _tvm.same_target(target, pipeline.target):
+        raise ValueError(
+            f"target {target!r} differs from the pipeline's target "
+            f"{pipeline.target!r}; build with Pipeline.default({str(target)!r}) instead"
+        )
+    return pipeline
+
+
+def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
+          tir_pipeline: str = "default") -> Build:
+    """Build ``model`` with ``pipeline`` while recording every pass.
+
+    Parameters
+    ----------
+    model
+        An IRModule, TVMScript source, or a built-in model name ("mlp", "resnet", ...).
+    pipeline
+        A :class:`Pipeline` (default: ``Pipeline.default(target or "llvm")``, which fuses)
+        or a variant name ("fused", "build").
+    target
+        Only needed without a pipeline; the pipeline carries its target.
+
+    Returns
+    -------
+    Build
+        ``.executable`` (a TVM VM executable), ``.trace`` and ``.run(*inputs)``.
+
+    Raises
+    ------
+    BuildError
+        When a pass or codegen fails; ``.trace`` keeps every step up to the failure.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> b = passlab.build(passlab.models.mlp())
+    >>> b.run().shape
+    (4, 8)
+    """
+    mod = as_module(model)
+    pipe = _as_pipeline(pipeline, target)
+    tgt = _tvm.target(pipe.target)
+    rec = Recorder()
+    state = rec.state
+    relax_pass = pipe.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
+    ctx = _tvm.copy_context([rec])
+    start = time.perf_counter()
+    try:
+        with ctx:
+            executable = _tvm.build(mod, tgt, relax_pass, tir_pipeline)
+    except Exception as exc:
+        trace = _trace(state, pipe, mod, exc)
+        f = trace.failure
+        original = f.original if f is not None and f.original is not None else exc
+        raise _error_class(type(original))(_message(trace), trace, original) from exc
+    return Build(mod, pipe, _trace(state, pipe, mod), executable, time.perf_counter() - start)
+
+
+def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None) -> Trace:
+    meta: dict[str, Any] = dict(target=pipe.target, pipeline=pipe, input=mod,
+                                versions=_tvm.versions())
+    if state.broken:
+        meta["warnings"] = [f"recorder stopped early: {state.broken}"]
+    trace = from_events(state.events, meta, ROOT_NAME, pipe.stage_names,
+                        [e.name for e in pipe.user_passes])
+    if exc is None:
+        return trace
+    meta["failure"] = _failure(trace, state, exc)
+    return Trace(list(trace), meta)
+
+
+def _failure(trace: Trace, state, exc: BaseException) -> Failure:
+    open_steps = [s for s in trace if s.failed]
+    if not open_steps:
+        return Failure("codegen", _first_line(exc), type(exc).__name__, original=exc)
+    step = open_steps[-1]
+    enclosing = tuple(s.label for s in open_steps[:-1])
+    user_exc = state.user_errors.get(step.name)
+    if user_exc is not None:
+        return Failure("pass", str(user_exc), type(user_exc).__name__, step, enclosing,
+                       original=user_exc)
+    note = _CONVERTED_NOTE if type(exc) is RuntimeError else ""
+    return Failure("pass", _first_line(exc), type(exc).__name__, step, enclosing, note, exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text if len(text) < 2000 else text[:2000] + " ..."
+
+
+def _message(trace: Trace) -> str:
+    f = trace.failure
+    kept = sum(1 for s in trace if not s.failed)
+    tail = (f"\nThe error's .trace keeps the {len(trace)} steps recorded so far "
+            f"({kept} finished)")
+    if f is not None and f.step is not None:
+        tail += f"; .step.before is the input of {f.step.label!r}."
+    return (f.to_text() if f is not None else "build failed") + tail
+
+
+class Recording:
+    """What :func:`record` yields: ``.trace`` is filled in when the block exits."""
+
+    def __init__(self, recorder):
+        self._recorder = recorder
+        self.trace: Trace | None = None
+
+    def _finish(self, exc: BaseException | None) -> None:
+        state = self._recorder.state
+        meta: dict[str, Any] = dict(versions=_tvm.versions())
+        if state.broken:
+            meta["warnings"] = [f"recorder stopped early: {state.broken}"]
+        trace = from_events(state.events, meta)
+        if exc is not None and isinstance(exc, Exception):
+            meta["failure"] = _failure(trace, state, exc)
+            trace = Trace(list(trace), meta)
+        self.trace = trace
+
+
+@contextmanager
+def record() -> Iterator[Recording]:
+    """Record every pass run inside the block, e.g. your own ``relax.build`` call.
+
+    The current PassContext is copied (opt_level, config, disabled/required passes,
+    instruments) and the recorder added. Pass contexts are thread-local: passes run by
+    other threads are not recorded.
+
+    Examples
+    --------
+    >>> import passlab, tvm
+    >>> with passlab.record() as rec:
+    ...     _ = tvm.relax.transform.LegalizeOps()(passlab.models.mlp())
+    >>> rec.trace[0].name
+    'LegalizeOps'
+    """
+    rec = Recorder()
+    recording = Recording(rec)
+    try:
+        with _tvm.copy_context([rec]):
+            yield recording
+    except BaseException as exc:
+        recording._finish(exc)
+        raise
+    recording._finish(None)
+
+
+# ---------------------------------------------------------------------- running
+@dataclass(frozen=True)
+class Build:
+    """A recorded build: the input module, the pipeline, the trace and the executable."""
+
+    module: Any = field(repr=False)
+    pipeline: Pipeline
+    trace: Trace
+    executable: Any = field(repr=False)
+    seconds: float
+
+    @cached_property
+    def vm(self):
+        return _tvm.virtual_machine(self.executable)
+
+    @property
+    def entry(self) -> str:
+        return _tvm.entry_function(self.module)
+
+    def inputs(self, seed: int = 0, shapes: Mapping[str, int] | None = None,
+               function: str | None = None) -> list:
+        """Random arguments for every parameter of ``function`` (inputs and weights).
+
+        Floats are uniform in [-1, 1) (in [0.5, 1.5) for parameters whose name says they
+        are variances), integers in [0, 8); symbolic dimensions take ``shapes[name]``
+        (default 8). The same seed gives the same arrays, so two builds of one model can
+        be compared.
+        """
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        func = self.module[function or self.entry]
+        out = []
+        for name, shape, dtype in _tvm.params(func):
+            dims = tuple(d if isinstance(d, int) else int((shapes or {}).get(d, 8)) for d in shape)
+            if dtype.startswith(("int", "uint")):
+                out.append(rng.integers(0, 8, size=dims).astype(dtype))
+            elif dtype == "bool":
+                out.append(rng.integers(0, 2, size=dims).astype(bool))
+            elif "var" in name:
+                out.append(rng.uniform(0.5, 1.5, size=dims).astype(dtype))
+            else:
+                out.append(rng.uniform(-1, 1, size=dims).astype(dtype))
+        return out
+
+    def run(self, *inputs: Any, function: str | None = None, seed: int = 0,
+            shapes: Mapping[str, int] | None = None):
+        """Run the executable: numpy in, numpy out.
+
+        Missing arguments (all of them, or the weights after the given inputs) are drawn
+        by :meth:`inputs` with ``seed``.
+        """
+        name = function or self.entry
+        args = list(inputs)
+        n_params = len(self.module[name].params)
+        if len(args) > n_params:
+            raise TypeError(f"{name}() takes {n_params} arguments, {len(args)} were given")
+        if len(args) < n_params:
+            args += self.inputs(seed, shapes, name)[len(args):]
+        result = self.vm[name](*[_tvm.to_tvm_tensor(a) for a in args])
+        return _tvm.to_numpy(result)
+
+
+def max_abs_diff(a: Any, b: Any) -> float:
+    """Largest absolute difference between two results (arrays or tuples of arrays)."""
+    import numpy as np
+
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            raise ValueError("results have different structures")
+        return max((max_abs_diff(x, y) for x, y in zip(a, b)), default=0.0)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        raise ValueError(f"results have different shapes: {a.shape} vs {b.shape}")
+    if a.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))

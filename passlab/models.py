@@ -1,0 +1,218 @@
+"""Built-in models: small, download-free networks written with ``tvm.relax.frontend.nn``.
+
+Every function returns a plain :class:`tvm.IRModule` whose entry function is ``forward``.
+Weights are function parameters after the inputs (the ``num_input`` attribute says how many
+leading parameters are inputs), exactly as ``nn.Module.export_tvm`` produces them, so a
+build never spends time folding large constants.
+
+Examples
+--------
+>>> import passlab
+>>> mod = passlab.models.mlp()
+>>> [gv.name_hint for gv in mod.get_global_vars()]
+['forward']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+__all__ = ["mlp", "resnet", "transformer", "by_name", "NAMES"]
+
+
+def _nn():
+    from tvm.relax.frontend import nn
+
+    return nn
+
+
+def mlp(batch: int = 4, features: int = 16, hidden: int = 32, classes: int = 8):
+    """A two-layer perceptron ``Linear -> ReLU -> Linear`` with hand-computable sizes.
+
+    With the defaults every tensor is float32: the input is 4x16 (256 B), the hidden
+    activations 4x32 (512 B) and the output 4x8 (128 B).
+    """
+    nn = _nn()
+
+    class MLP(nn.Module):
+        def __init__(self):
+            self.fc1 = nn.Linear(features, hidden)
+            self.fc2 = nn.Linear(hidden, classes)
+
+        def forward(self, x):
+            return self.fc2(nn.relu(self.fc1(x)))
+
+    spec = {"forward": {"x": nn.spec.Tensor((batch, features), "float32")}}
+    mod, _ = MLP().export_tvm(spec=spec)
+    return mod
+
+
+def resnet(
+    batch: int = 1,
+    image: int = 32,
+    width: int = 16,
+    blocks: tuple[int, ...] = (2, 2, 2, 2),
+    classes: int = 10,
+):
+    """A ResNet-18-style CNN: conv stem, four stages of basic blocks with batch norm,
+    global average pooling and a linear classifier.
+
+    The defaults keep ResNet-18's depth (2, 2, 2, 2 basic blocks, 20 convolutions with the
+    downsampling shortcuts) at a small width and image size so that a CPU build stays quick.
+    """
+    nn = _nn()
+    from tvm import relax
+    from tvm.relax.frontend.nn import op
+
+    class BatchNorm2d(nn.Module):
+        def __init__(self, channels: int):
+            self.weight = nn.Parameter((channels,), "float32")
+            self.bias = nn.Parameter((channels,), "float32")
+            self.running_mean = nn.Parameter((channels,), "float32")
+            self.running_var = nn.Parameter((channels,), "float32")
+
+        def forward(self, x):
+            expr = relax.op.nn.batch_norm(
+                x._expr, self.weight._expr, self.bias._expr,
+                self.running_mean._expr, self.running_var._expr,
+                axis=1, epsilon=1e-5, training=False,
+            )
+            return op.wrap_nested(relax.TupleGetItem(expr, 0), "batch_norm")
+
+    def conv(cin: int, cout: int, k: int, stride: int = 1):
+        return nn.Conv2D(cin, cout, k, stride=stride, padding=k // 2, bias=False)
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int):
+            self.conv1 = conv(cin, cout, 3, stride)
+            self.bn1 = BatchNorm2d(cout)
+            self.conv2 = conv(cout, cout, 3)
+            self.bn2 = BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = conv(cin, cout, 1, stride)
+                self.down_bn = BatchNorm2d(cout)
+
+        def forward(self, x):
+            y = nn.relu(self.bn1(self.conv1(x)))
+            y = self.bn2(self.conv2(y))
+            short = x if self.down is None else self.down_bn(self.down(x))
+            return nn.relu(y + short)
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            self.stem = conv(3, width, 3)
+            self.stem_bn = BatchNorm2d(width)
+            layers, cin = [], width
+            for i, n in enumerate(blocks):
+                cout = width * 2**i
+                for j in range(n):
+                    layers.append(BasicBlock(cin, cout, 2 if (j == 0 and i > 0) else 1))
+                    cin = cout
+            self.layers = nn.ModuleList(layers)
+            self.fc = nn.Linear(cin, classes)
+
+        def forward(self, x):
+            x = nn.relu(self.stem_bn(self.stem(x)))
+            for layer in self.layers:
+                x = layer(x)
+            pooled = op.wrap_nested(relax.op.nn.adaptive_avg_pool2d(x._expr, 1), "pool")
+            flat = op.reshape(pooled, (batch, -1))
+            return self.fc(flat)
+
+    spec = {"forward": {"x": nn.spec.Tensor((batch, 3, image, image), "float32")}}
+    mod, _ = ResNet().export_tvm(spec=spec)
+    return mod
+
+
+def transformer(
+    layers: int = 2,
+    seq_len: int | str = 16,
+    hidden: int = 64,
+    heads: int = 4,
+    ffn: int = 128,
+    vocab: int = 128,
+    batch: int = 1,
+):
+    """A small decoder-only transformer: token embedding, ``layers`` pre-norm blocks of
+    RMSNorm, causal multi-head attention and a SwiGLU MLP, a final RMSNorm and LM head.
+
+    Pass ``seq_len="n"`` (any string) for the dynamic-shape variant: the sequence length
+    becomes the symbolic variable of that name.
+    """
+    nn = _nn()
+    from tvm.relax.frontend.nn import op
+
+    head_dim = hidden // heads
+    if head_dim * heads != hidden:
+        raise ValueError(f"hidden={hidden} must be a multiple of heads={heads}")
+
+    class Attention(nn.Module):
+        def __init__(self):
+            self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+            self.out = nn.Linear(hidden, hidden, bias=False)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            qkv = op.reshape(self.qkv(x), (b, s, 3, heads, head_dim))
+            q, k, v = op.split(qkv, 3, axis=2)
+            q, k, v = (op.squeeze(t, axis=2) for t in (q, k, v))
+            attn = op.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out(op.reshape(attn, (b, s, hidden)))
+
+    class SwiGLU(nn.Module):
+        def __init__(self):
+            self.gate = nn.Linear(hidden, ffn, bias=False)
+            self.up = nn.Linear(hidden, ffn, bias=False)
+            self.down = nn.Linear(ffn, hidden, bias=False)
+
+        def forward(self, x):
+            return self.down(op.silu(self.gate(x)) * self.up(x))
+
+    class Block(nn.Module):
+        def __init__(self):
+            self.norm1 = nn.RMSNorm(hidden, axes=-1, bias=False)
+            self.attn = Attention()
+            self.norm2 = nn.RMSNorm(hidden, axes=-1, bias=False)
+            self.mlp = SwiGLU()
+
+        def forward(self, x):
+            x = x + self.attn(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            self.embed = nn.Embedding(vocab, hidden)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.norm = nn.RMSNorm(hidden, axes=-1, bias=False)
+            self.head = nn.Linear(hidden, vocab, bias=False)
+
+        def forward(self, tokens):
+            x = self.embed(tokens)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x))
+
+    spec = {"forward": {"tokens": nn.spec.Tensor((batch, seq_len), "int32")}}
+    mod, _ = Decoder().export_tvm(spec=spec)
+    return mod
+
+
+_BUILTIN: dict[str, Callable] = {
+    "mlp": mlp,
+    "resnet": resnet,
+    "transformer": transformer,
+    "transformer-dynamic": lambda: transformer(seq_len="n"),
+}
+NAMES: tuple[str, ...] = tuple(_BUILTIN)
+
+
+def by_name(name: str):
+    """Return the built-in model called ``name`` (one of :data:`NAMES`) as an IRModule."""
+    try:
+        factory = _BUILTIN[name]
+    except KeyError:
+        from ._names import unknown
+
+        raise unknown("model", name, NAMES) from None
+    return factory()

@@ -1,0 +1,410 @@
+"""Step and Trace: what a recorded build looks like, as immutable, sequence-like data.
+
+A :class:`Trace` is a tuple of :class:`Step`, one per pass call, in the order the passes
+started (pre-order, like TVM's ``PassTimingInstrument``). Change sets are computed lazily,
+on first access: object identity first (TVM shares unchanged functions), then a
+per-function structural hash that skips tensor content, cached by object identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, overload
+
+from . import _render, _tvm
+from ._names import unknown
+
+__all__ = ["Step", "Trace", "Changes", "Failure"]
+
+#: Step kinds. "pass": a pass of the coherent main chain (its ``after`` is, most of the
+#: time, the next pass's ``before``); "container": a wrapper that only sequences passes
+#: (the pipeline, its stages, TVM's ``sequential``); "inner": a pass run inside another
+#: pass, whose modules may be partial or temporary (e.g. FoldConstant's TIR build).
+KINDS = ("pass", "container", "inner")
+
+#: Columns of :meth:`Trace.to_dataframe` (one row per step, from :meth:`Step.row`).
+ROW_COLUMNS = ("index", "name", "stage", "depth", "kind", "origin", "ms", "changed",
+               "added", "removed", "modified", "failed")
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Global functions a pass added, removed or modified (by name)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    attrs: bool = False  # module attributes changed
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.modified or self.attrs)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.added + self.removed + self.modified
+
+    def summary(self) -> str:
+        parts = []
+        for sign, names in (("+", self.added), ("-", self.removed), ("~", self.modified)):
+            if names:
+                parts.append(f"{sign}{len(names)}")
+        if self.attrs:
+            parts.append("attrs")
+        return " ".join(parts)
+
+
+class _HashCache:
+    """Per-function structural hashes keyed by the C object's address. The entry keeps a
+    reference to the function so that the address cannot be reused while cached."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Any, int]] = {}
+
+    def __call__(self, func: Any) -> int:
+        key = func.__chandle__()
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = (func, _tvm.function_hash(func))
+            self._cache[key] = hit
+        return hit[1]
+
+
+def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
+    if before is None or after is None or before.same_as(after):
+        return Changes()
+    fa, fb = _tvm.functions(before), _tvm.functions(after)
+    added = tuple(n for n in fb if n not in fa)
+    removed = tuple(n for n in fa if n not in fb)
+    modified = []
+    for name, f in fb.items():
+        g = fa.get(name)
+        if g is None or g.same_as(f):
+            continue
+        if hash_of(g) != hash_of(f):
+            modified.append(name)
+    attrs = not _tvm.attrs_equal(before.attrs, after.attrs)
+    return Changes(added, removed, tuple(modified), attrs)
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One pass call of a recorded build.
+
+    ``before`` and ``after`` are the IRModules the pass received and returned (``after``
+    is None when the pass failed). ``depth`` is the nesting depth (0 for a top-level
+    pass), ``parent`` the index of the enclosing step, ``stage`` the pipeline stage
+    ("legalize", ..., or "tir" for TVM's TIR pipeline and codegen).
+    """
+
+    index: int
+    name: str
+    depth: int
+    parent: int | None
+    stage: str
+    kind: str
+    origin: str
+    occurrence: int
+    seconds: float | None
+    before: Any = field(repr=False)
+    after: Any = field(repr=False)
+    failed: bool = False
+    _hash: _HashCache = field(default_factory=_HashCache, repr=False)
+
+    @cached_property
+    def functions_changed(self) -> Changes:
+        """Which global functions this pass added, removed or modified."""
+        return _diff_functions(self.before, self.after, self._hash)
+
+    @property
+    def changed(self) -> bool:
+        """True when the module after the pass differs from the module before it."""
+        return bool(self.functions_changed)
+
+    @property
+    def inner(self) -> bool:
+        """True for passes run inside another pass (partial or temporary modules)."""
+        return self.kind == "inner"
+
+    @property
+    def module(self) -> Any:
+        """The module after the pass (before it, for a failed pass)."""
+        return self.before if self.after is None else self.after
+
+    @property
+    def label(self) -> str:
+        return self.name if self.occurrence == 0 else f"{self.name}#{self.occurrence}"
+
+    def row(self) -> dict[str, Any]:
+        ch = self.functions_changed
+        return dict(
+            index=self.index, name=self.name, stage=self.stage, depth=self.depth,
+            kind=self.kind, origin=self.origin, ms=None if self.seconds is None else
+            self.seconds * 1e3, changed=bool(ch), added=len(ch.added),
+            removed=len(ch.removed), modified=len(ch.modified), failed=self.failed,
+        )
+
+    def to_text(self) -> str:
+        ch = self.functions_changed
+        t = "failed" if self.failed else f"{self.seconds * 1e3:.2f} ms"
+        lines = [f"Step #{self.index} {self.label} (stage {self.stage}, depth {self.depth}, "
+                 f"{self.kind}, {self.origin}): {t}"]
+        if not ch:
+            lines.append("  no change")
+        for sign, names in (("added", ch.added), ("removed", ch.removed), ("modified", ch.modified)):
+            if names:
+                lines.append(f"  {sign}: {', '.join(names)}")
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        ch = self.functions_changed
+        rows = [[k, ", ".join(v) or "-"] for k, v in
+                (("added", ch.added), ("removed", ch.removed), ("modified", ch.modified))]
+        cap = self.to_text().splitlines()[0]
+        return _render.html_table(["change", "functions"], rows, caption=cap)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        return _render.mimebundle(self)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Where and why a build failed.
+
+    ``where`` is "pass" (``step`` is the failing pass, ``enclosing`` the passes around
+    it, innermost last) or "codegen" (every pass had finished).
+    """
+
+    where: str
+    message: str
+    error_type: str
+    step: Step | None = None
+    enclosing: tuple[str, ...] = ()
+    note: str = ""
+    original: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def input(self) -> Any:
+        """The module the failing pass received."""
+        return None if self.step is None else self.step.before
+
+    def to_text(self) -> str:
+        if self.step is None:
+            head = f"build failed in {self.where} after every pass finished"
+        else:
+            chain = " > ".join(self.enclosing + (self.step.label,))
+            head = f"pass {self.step.label!r} (step #{self.step.index}, in {chain}) failed"
+        out = f"{head}: {self.error_type}: {self.message}"
+        return out + (f"\n({self.note})" if self.note else "")
+
+
+class Trace(Sequence[Step]):
+    """The recorded passes of a build: a read-only sequence of :class:`Step`.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> trace = passlab.build(passlab.models.mlp()).trace
+    >>> trace.find("FuseOps").changed
+    True
+    >>> len(trace.changed().top_level()) < len(trace)
+    True
+    """
+
+    __slots__ = ("_steps", "_meta")
+
+    def __init__(self, steps: Sequence[Step], meta: dict[str, Any] | None = None):
+        self._steps = tuple(steps)
+        self._meta = dict(meta or {})
+
+    # ------------------------------------------------------------------- sequence
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._steps)
+
+    @overload
+    def __getitem__(self, i: int) -> Step: ...
+    @overload
+    def __getitem__(self, i: slice) -> Trace: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self._sub(self._steps[i])
+        if isinstance(i, str):
+            return self.find(i)
+        return self._steps[i]
+
+    def _sub(self, steps: Sequence[Step]) -> Trace:
+        return Trace(steps, self._meta)
+
+    # ------------------------------------------------------------------- metadata
+    @property
+    def target(self) -> str | None:
+        return self._meta.get("target")
+
+    @property
+    def pipeline(self) -> Any:
+        """The :class:`~passlab.Pipeline` that was built, if any."""
+        return self._meta.get("pipeline")
+
+    @property
+    def failure(self) -> Failure | None:
+        """Where the build failed, or None."""
+        return self._meta.get("failure")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self._meta.get("warnings", ()))
+
+    @property
+    def input(self) -> Any:
+        """The module the build started from."""
+        return self._meta.get("input")
+
+    # ------------------------------------------------------------------ filters
+    def filter(self, predicate: Callable[[Step], bool]) -> Trace:
+        """Steps for which ``predicate(step)`` is true."""
+        return self._sub([s for s in self._steps if predicate(s)])
+
+    def changed(self) -> Trace:
+        """Steps that changed the module."""
+        return self.filter(lambda s: s.changed)
+
+    def top_level(self) -> Trace:
+        """The main chain: the pipeline's own passes and TVM's TIR passes, without
+        wrappers and without passes run inside other passes."""
+        return self.filter(lambda s: s.kind == "pass")
+
+    def stage(self, name: str) -> Trace:
+        stages = tuple(dict.fromkeys(s.stage for s in self._steps))
+        if name not in stages:
+            raise unknown("stage", name, stages)
+        return self.filter(lambda s: s.stage == name)
+
+    def touching(self, function: str) -> Trace:
+        """Steps that added, removed or modified the global function ``function``."""
+        return self.filter(lambda s: function in s.functions_changed.names)
+
+    def user(self) -> Trace:
+        """Steps of passes the user inserted."""
+        return self.filter(lambda s: s.origin == "user")
+
+    # ------------------------------------------------------------------- lookup
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.name for s in self._steps))
+
+    def find(self, name: str, occurrence: int = 0) -> Step:
+        """The ``occurrence``-th (0-based) step called ``name``; ``"Name#k"`` works too."""
+        if "#" in name and occurrence == 0:
+            base, _, k = name.rpartition("#")
+            if k.isdigit():
+                name, occurrence = base, int(k)
+        hits = [s for s in self._steps if s.name == name]
+        if not hits:
+            raise unknown("pass", name, self.names, extra="(in this trace)")
+        if not -len(hits) <= occurrence < len(hits):
+            raise IndexError(
+                f"pass {name!r} ran {len(hits)} time(s) in this trace; occurrence must be "
+                f"in 0..{len(hits) - 1}, not {occurrence}"
+            )
+        return hits[occurrence]
+
+    def find_all(self, name: str) -> Trace:
+        if name not in self.names:
+            raise unknown("pass", name, self.names, extra="(in this trace)")
+        return self.filter(lambda s: s.name == name)
+
+    def children(self, step: Step) -> Trace:
+        return self.filter(lambda s: s.parent == step.index)
+
+    # ------------------------------------------------------------------- views
+    def to_dataframe(self):
+        """One row per step (pandas DataFrame indexed by step index)."""
+        import pandas as pd
+
+        return pd.DataFrame([s.row() for s in self._steps], columns=list(ROW_COLUMNS)).set_index("index")
+
+    def _table(self, all_steps: bool) -> tuple[list[str], list[list[str]], list[str], int]:
+        steps = self._steps if all_steps else [s for s in self._steps if s.kind == "pass" or s.failed]
+        header = ["#", "pass", "stage", "ms", "changed", "functions"]
+        rows, classes = [], []
+        for s in steps:
+            ch = s.functions_changed
+            ms = "failed" if s.failed else f"{s.seconds * 1e3:.2f}"
+            indent = "  " * s.depth if all_steps else ""
+            rows.append([str(s.index), indent + s.label, s.stage, ms,
+                         "yes" if ch else "", ch.summary()])
+            classes.append("failed" if s.failed else "user" if s.origin == "user"
+                           else "inner" if s.kind == "inner" else "" if ch else "same")
+        return header, rows, classes, len(self._steps) - len(steps)
+
+    def summary(self) -> str:
+        total = sum(s.seconds or 0 for s in self._steps if s.depth == 0)
+        n_main = sum(s.kind == "pass" for s in self._steps)
+        out = (f"Trace of {len(self)} pass calls ({n_main} in the main chain), "
+               f"target {self.target}, {total:.3f} s in top-level passes")
+        if self.failure is not None:
+            out += "\nFAILED: " + self.failure.to_text()
+        return out
+
+    def to_text(self, all_steps: bool = False) -> str:
+        header, rows, _, hidden = self._table(all_steps)
+        out = self.summary() + "\n" + _render.text_table(header, rows)
+        if hidden:
+            out += f"\n({hidden} wrapper and inner steps hidden: to_text(all_steps=True) shows them)"
+        return out
+
+    def to_html(self, path: Any = None, all_steps: bool = False) -> str:
+        """The pass table as HTML; with ``path``, write the static report there instead
+        (see :mod:`passlab.views.report`) and return the path."""
+        if path is not None:
+            from .views.report import write_report  # the report is a view over this data
+
+            return write_report(self, path)
+        header, rows, classes, hidden = self._table(all_steps)
+        note = f"{hidden} wrapper and inner steps hidden" if hidden else ""
+        return _render.html_table(header, rows, classes, caption=self.summary()) + (
+            f'<div class="passlab-note">{_render.esc(note)}</div>' if note else "")
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        return _render.mimebundle(self)
+
+    def __repr__(self) -> str:
+        fail = ", FAILED" if self.failure is not None else ""
+        return f"<Trace: {len(self)} steps, target {self.target}{fail}>"
+
+
+def from_events(events: Sequence[Any], meta: dict[str, Any], root: str | None = None,
+                stage_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> Trace:
+    """Turn a recorder's raw events into a Trace (see :mod:`passlab.recorder`)."""
+    stage_set, users = set(stage_names), set(user_names)
+    hash_cache = _HashCache()
+    containers = _tvm.CONTAINER_NAMES | ({root} if root else set())
+    steps: list[Step] = []
+    seen: dict[str, int] = {}
+    in_tir = False
+    for i, ev in enumerate(events):
+        parent = steps[ev.parent] if ev.parent is not None else None
+        if parent is None:
+            in_tir = in_tir or ev.name == "tirx.BindTarget"
+            stage = "tir" if in_tir else "relax"
+        elif parent.name == root and ev.name in stage_set:
+            stage = ev.name
+        else:
+            stage = parent.stage
+        under_containers = parent is None or parent.kind == "container"
+        is_container = ev.name in containers or (parent is not None and parent.name == root
+                                                 and ev.name in stage_set)
+        kind = ("container" if is_container else "pass") if under_containers else "inner"
+        origin = "user" if kind == "pass" and ev.name in users and stage in stage_set else "tvm"
+        occ = seen.get(ev.name, 0)
+        seen[ev.name] = occ + 1
+        failed = ev.end is None
+        steps.append(Step(
+            i, ev.name, ev.depth, ev.parent, stage, kind, origin, occ,
+            None if failed else ev.end - ev.start, ev.before, ev.after, failed, hash_cache,
+        ))
+    return Trace(steps, meta)

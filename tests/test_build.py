@@ -1,0 +1,227 @@
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+import tvm
+from tvm.ir.instrument import PassTimingInstrument, pass_instrument
+
+import passlab
+from passlab import Pipeline
+
+
+def test_seed_story_user_pass_after_fusion_sees_fused_functions(mlp_build):
+    """Seed 1: run my own pass after the default optimizations (legalize + fusion),
+    before the transition to memory planning / lowering."""
+    seen = {}
+
+    def inspect_fused(mod):
+        fns = {gv.name_hint: f for gv, f in mod.functions.items()}
+        seen["kernels"] = sorted(n for n in fns if n.startswith("fused_"))
+        seen["prim_funcs"] = sorted(n for n, f in fns.items() if isinstance(f, tvm.tirx.PrimFunc))
+        seen["alloc_in_main"] = "alloc_storage" in fns["forward"].script()
+        return mod
+
+    pipe = Pipeline.default("llvm").insert(inspect_fused, after="legalize")
+    b = passlab.build(passlab.models.mlp(), pipe)
+    assert seen["kernels"] == ["fused_matmul1_add1", "fused_matmul_add_relu"]
+    assert seen["prim_funcs"] == ["fused_matmul1_add1", "fused_matmul_add_relu",
+                                  "transpose", "transpose1"]
+    assert seen["alloc_in_main"] is False  # before memory planning
+    step = b.trace.find("inspect_fused")
+    assert (step.stage, step.origin, step.kind, step.changed) == ("legalize", "user", "pass", False)
+    # the step just before it in the main chain is FuseTIR, the one after RewriteDataflowReshape
+    main = [s.name for s in b.trace.top_level()]
+    i = main.index("inspect_fused")
+    assert main[i - 1:i + 2] == ["FuseTIR", "inspect_fused", "RewriteDataflowReshape"]
+    assert passlab.max_abs_diff(b.run(), mlp_build.run()) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", passlab.models.NAMES)
+def test_edited_pipeline_gives_same_outputs_for_every_builtin_model(name):
+    mod = passlab.models.by_name(name)
+    ref = passlab.build(mod).run(shapes={"n": 12})
+    calls = []
+
+    def count(mod):
+        calls.append(len(mod.functions))
+        return mod
+
+    pipe = (Pipeline.default("llvm").insert(count, after="legalize")
+            .insert(count, before="FuseOps", name="count_before_fuse"))
+    edited = passlab.build(mod, pipe).run(shapes={"n": 12})
+    unfused = passlab.build(mod, "build").run(shapes={"n": 12})
+    assert len(calls) == 2
+    assert np.isfinite(ref).all()
+    d = passlab.max_abs_diff(edited, ref)
+    print(f"{name}: max abs diff edited vs unmodified = {d}")
+    assert d == 0.0
+    assert passlab.max_abs_diff(unfused, ref) < 1e-4
+
+
+def _timing_tree(text: str) -> list[tuple[int, str]]:
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^(\t*)(.+?): \d+us \[", line)
+        if m:
+            out.append((len(m.group(1)), m.group(2)))
+    return out
+
+
+def test_recorded_tree_equals_pass_timing_instrument(resnet_build):
+    """Names, order and nesting of every pass call equal TVM's own PassTimingInstrument
+    for the same build."""
+    pipe = resnet_build.pipeline
+    timing = PassTimingInstrument()
+    with tvm.transform.PassContext(instruments=[timing]):
+        tvm.relax.build(resnet_build.module, tvm.target.Target("llvm"),
+                        relax_pipeline=pipe.to_pass())
+        tree = _timing_tree(timing.render())
+    recorded = [(s.depth, s.name) for s in resnet_build.trace]
+    assert len(recorded) > 80
+    assert recorded == tree
+
+
+def test_trace_structure(mlp_build):
+    t = mlp_build.trace
+    root = t[0]
+    assert (root.name, root.depth, root.parent, root.kind) == ("passlab.pipeline", 0, None, "container")
+    assert [s.name for s in t.children(root)] == list(mlp_build.pipeline.stage_names)
+    fuse = t.find("FuseOps")
+    assert (fuse.depth, fuse.stage, t[fuse.parent].name) == (2, "legalize", "legalize")
+    assert fuse.functions_changed.added == ("fused_matmul_add_relu", "fused_matmul1_add1")
+    assert fuse.functions_changed.modified == ("forward",)
+    # FuseTIR is itself a Sequential: its children are inner steps
+    inner = t.children(t.find("FuseTIR"))
+    assert [s.name for s in inner] == ["ExpandTupleArguments", "RemoveUnusedParameters",
+                                      "FuseTIRInner", "DeadCodeElimination"]
+    assert all(s.kind == "inner" for s in inner)
+    # the main chain is coherent: each pass's input is the previous pass's output
+    relax_chain = [s for s in t.top_level() if s.stage != "tir"]
+    for a, b in zip(relax_chain, relax_chain[1:]):
+        assert a.after.same_as(b.before), (a.name, b.name)
+    assert t.find("DeadCodeElimination", 1).occurrence == 1
+    assert t.find("DeadCodeElimination#1") is t.find("DeadCodeElimination", 1)
+    assert {s.stage for s in t} == {"relax", "library_dispatch", "legalize", "dataflow_lower",
+                                    "finalize", "tir"}
+    assert t.find("tirx.MakePackedAPI").stage == "tir"
+
+
+def test_build_keeps_user_context_and_instruments():
+    calls = []
+
+    @pass_instrument
+    class Mine:
+        def run_after_pass(self, mod, info):
+            calls.append(info.name)
+
+    cfg = {"relax.FuseOps.max_depth": 1}
+    model = passlab.models.mlp()
+    with tvm.transform.PassContext(opt_level=3, config=cfg, instruments=[Mine()]):
+        seen = {}
+
+        def probe(mod):
+            ctx = tvm.transform.PassContext.current()
+            seen.update(opt=ctx.opt_level, cfg=dict(ctx.config), n=len(ctx.instruments))
+            return mod
+
+        b = passlab.build(model, Pipeline.default("llvm").insert(probe, before="FuseOps"))
+    assert seen == {"opt": 3, "cfg": {"relax.FuseOps.max_depth": 1}, "n": 2}
+    assert "FuseOps" in calls and len(calls) == len(b.trace)
+    # max_depth=1 means FuseOps fuses nothing: the user's config reached TVM
+    assert not any(n.startswith("fused_") for n in b.trace.find("FuseOps").after.get_global_vars()
+                   for n in [n.name_hint])
+
+
+def test_user_pass_that_raises_keeps_trace_and_original_type():
+    def broken(mod):
+        raise ValueError("my pass is broken")
+
+    pipe = Pipeline.default("llvm").insert(broken, after="FuseOps")
+    with pytest.raises(ValueError) as err:
+        passlab.build(passlab.models.mlp(), pipe)
+    e = err.value
+    assert isinstance(e, passlab.BuildError)
+    assert str(e).startswith("pass 'broken' (step #11, in passlab.pipeline > legalize > broken) "
+                             "failed: ValueError: my pass is broken")
+    assert isinstance(e.original, ValueError) and e.step.name == "broken"
+    assert e.step.failed and e.step.after is None
+    # every step up to and including the failing pass's input is kept
+    assert e.step.before.same_as(e.trace.find("FuseOps").after)
+    assert [s.name for s in e.trace if s.failed] == ["passlab.pipeline", "legalize", "broken"]
+    assert e.trace.failure.enclosing == ("passlab.pipeline", "legalize")
+
+
+def test_user_pass_returning_non_module():
+    pipe = Pipeline.default("llvm").insert(lambda mod: 3, after="FuseOps", name="bad")
+    with pytest.raises(TypeError, match="user pass 'bad' returned int, not an IRModule"):
+        passlab.build(passlab.models.mlp(), pipe)
+
+
+def test_tvm_pass_failure_is_named():
+    # FuseTIR on a module that was never legalized: TVM's C++ raises inside the pass
+    pipe = Pipeline.default("llvm").remove("LegalizeOps").remove("FuseOps")
+    pipe = pipe.insert(tvm.relax.transform.VMShapeLower(), before="AnnotateTIROpPattern")
+    with pytest.raises(passlab.BuildError) as err:
+        passlab.build(passlab.models.mlp(), pipe)
+    assert err.value.step is not None or err.value.trace.failure.where == "codegen"
+    assert err.value.trace.failure.message
+
+
+def test_bad_model_and_target():
+    with pytest.raises(TypeError, match="a model must be a tvm.IRModule, TVMScript source"):
+        passlab.build(42)
+    with pytest.raises(ValueError, match="unknown model 'resnt'; did you mean 'resnet'"):
+        passlab.build("resnt")
+    with pytest.raises(ValueError, match="differs from the pipeline's target"):
+        passlab.build("mlp", Pipeline.default("llvm"), target="cuda")
+    with pytest.raises(TypeError, match="pipeline must be a passlab.Pipeline"):
+        passlab.build("mlp", [1, 2])
+
+
+def test_tvmscript_model_and_run_with_inputs():
+    src = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class M:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            z = R.add(x, y)
+            w = R.multiply(z, z)
+            R.output(w)
+        return w
+'''
+    b = passlab.build(src)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_allclose(b.run(x, x), (2 * x) ** 2)
+    assert b.trace.find("FuseOps").functions_changed.added == ("fused_add_multiply",)
+    with pytest.raises(TypeError, match="main\\(\\) takes 2 arguments, 3 were given"):
+        b.run(x, x, x)
+
+
+def test_recorder_bug_becomes_warning_not_failed_build(monkeypatch):
+    from passlab import recorder
+
+    rec = recorder.Recorder()
+    rec.state.events = None  # corrupt: the next callback cannot append its event
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with tvm.transform.PassContext(instruments=[rec]):
+            out = tvm.relax.transform.LegalizeOps()(passlab.models.mlp())
+    assert isinstance(out, tvm.IRModule)
+    assert rec.state.broken.startswith("AttributeError")
+    assert any("recorder failed" in str(x.message) for x in w)
+
+
+def test_record_context_manager():
+    model = passlab.models.mlp()
+    with passlab.record() as rec:
+        tvm.relax.transform.LegalizeOps()(model)
+    assert [s.name for s in rec.trace] == ["LegalizeOps"]
+    assert rec.trace[0].functions_changed.modified == ("forward",)

@@ -1,0 +1,303 @@
+"""Text and HTML rendering of :mod:`passlab.analysis.diff` results.
+
+Works on any object with the attributes of ``FunctionDiff`` (duck-typed, so this module
+needs nothing from ``diff.py``). Every string that comes from IR goes through
+``html.escape``: function names and TVMScript are user data, not markup.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import os
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_block",
+           "wrap_html", "error_html", "row_total"]
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_MAX_TOKENS = 2000
+
+IDENTICAL_NOTE = "structurally changed, but both versions print identically"
+
+# Colours are translucent overlays and text inherits the page colour, so the same rules
+# read on light and dark notebook themes without a theme switch.
+CSS = """
+.passlab-diff { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo,
+  Consolas, monospace); font-size: var(--jp-code-font-size, 12px); line-height: 1.4;
+  color: inherit; background: transparent; }
+.passlab-diff .pl-summary, .passlab-diff summary, .passlab-diff .pl-note {
+  font-family: var(--jp-ui-font-family, system-ui, -apple-system, sans-serif); }
+.passlab-diff .pl-summary { margin: 4px 0 8px 0; }
+.passlab-diff details { border: 1px solid rgba(128,128,128,0.35); border-radius: 4px;
+  margin: 6px 0; }
+.passlab-diff summary { cursor: pointer; padding: 3px 6px; background: rgba(128,128,128,0.12); }
+.passlab-diff summary code { font-weight: 600; background: transparent; color: inherit; }
+.passlab-diff .pl-status { display: inline-block; min-width: 5.5em; opacity: 0.85; }
+.passlab-diff .pl-kind { opacity: 0.7; }
+.passlab-diff .pl-count-add { color: #2da44e; }
+.passlab-diff .pl-count-del { color: #e5534b; }
+.passlab-diff .pl-scroll { overflow-x: auto; }
+.passlab-diff table.pl-t { border-collapse: collapse; width: 100%; table-layout: auto;
+  margin: 0; border: none; font-size: inherit; }
+.passlab-diff table.pl-t tr, .passlab-diff table.pl-t tr:hover { background: transparent; }
+.passlab-diff table.pl-t td { padding: 0 6px; vertical-align: top; border: none;
+  text-align: left; background: transparent; color: inherit; line-height: 1.4; }
+.passlab-diff table.pl-t td.pl-code { white-space: pre; }
+.passlab-diff table.pl-sbs td.pl-code { white-space: pre-wrap; word-break: break-all;
+  width: 50%; }
+.passlab-diff table.pl-t td.pl-ln { text-align: right; opacity: 0.55; user-select: none;
+  width: 1%; white-space: nowrap; }
+.passlab-diff table.pl-t td.pl-sign { width: 1%; user-select: none; opacity: 0.7; }
+.passlab-diff table.pl-t td.pl-add, .passlab-diff table.pl-t tr.pl-add > td {
+  background: rgba(46,160,67,0.18); }
+.passlab-diff table.pl-t td.pl-del, .passlab-diff table.pl-t tr.pl-del > td {
+  background: rgba(248,81,73,0.18); }
+.passlab-diff table.pl-t td.pl-empty { background: rgba(128,128,128,0.08); }
+.passlab-diff table.pl-t tr.pl-hunk > td { background: rgba(56,139,253,0.12); opacity: 0.85; }
+.passlab-diff .pl-add .pl-hl { background: rgba(46,160,67,0.45); border-radius: 2px; }
+.passlab-diff .pl-del .pl-hl { background: rgba(248,81,73,0.45); border-radius: 2px; }
+.passlab-diff .pl-note { padding: 4px 8px; font-style: italic; opacity: 0.85; }
+.passlab-diff.passlab-error { border-left: 4px solid #e5534b; padding: 4px 8px; }
+"""
+
+Row = tuple[str, "int | None", "int | None", "str | None", "str | None"]
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified-diff hunk range, as ``difflib.unified_diff`` writes it."""
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return str(beginning)
+    if not length:
+        beginning -= 1
+    return f"{beginning},{length}"
+
+
+def hunk_header(group: Sequence[tuple[str, int, int, int, int]]) -> str:
+    first, last = group[0], group[-1]
+    return f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@"
+
+
+def rows(fd: Any, paired: bool) -> Iterator[Row]:
+    """``(tag, old_no, new_no, old_line, new_line)`` for every displayed line.
+
+    ``tag`` is ``hunk`` (header in ``old_line``), ``equal``, ``delete``, ``insert`` or,
+    when ``paired`` (side by side), ``replace`` for an old and a new line on one row.
+    """
+    a, b = fd._before_lines, fd._after_lines
+    for group in fd._groups:
+        yield ("hunk", None, None, hunk_header(group), None)
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                for k in range(i2 - i1):
+                    yield ("equal", i1 + k + 1, j1 + k + 1, a[i1 + k], b[j1 + k])
+            elif paired and tag == "replace":
+                for k in range(max(i2 - i1, j2 - j1)):
+                    i, j = i1 + k, j1 + k
+                    yield ("replace", i + 1 if i < i2 else None, j + 1 if j < j2 else None,
+                           a[i] if i < i2 else None, b[j] if j < j2 else None)
+            else:
+                for i in range(i1, i2):
+                    yield ("delete", i + 1, None, a[i], None)
+                for j in range(j1, j2):
+                    yield ("insert", None, j + 1, None, b[j])
+
+
+def _header(fd: Any) -> str:
+    counts = "" if fd.status == "unchanged" else f", +{fd.lines_added} -{fd.lines_removed}"
+    old = fd.old_name if fd.old_name is not None else fd.name
+    return f"diff a/{old} b/{fd.name} ({fd.kind}, {fd.status}{counts})"
+
+
+def row_total(fd: Any, paired: bool) -> int:
+    """How many lines (side by side: rows) the full diff of ``fd`` has, hunk headers aside."""
+    total = 0
+    for group in fd._groups:
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal" or (paired and tag == "replace"):
+                total += max(i2 - i1, j2 - j1)
+            else:
+                total += (i2 - i1) + (j2 - j1)
+    return total
+
+
+def _truncated(fd: Any, shown: int, paired: bool) -> str:
+    unit = "rows" if paired else "lines"
+    return f"[truncated: shown {shown} of {row_total(fd, paired)} diff {unit}]"
+
+
+def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
+    """One function as a ``git diff`` block."""
+    out = [_header(fd)]
+    if fd.status == "unchanged":
+        return out[0]
+    if fd.text_identical:
+        return "\n".join(out + [IDENTICAL_NOTE])
+    if fd.status == "renamed":
+        out += [f"rename from {fd.old_name}", f"rename to {fd.name}"]
+    out.append("--- /dev/null" if fd.status == "added" else f"--- a/{fd.old_name or fd.name}")
+    out.append("+++ /dev/null" if fd.status == "removed" else f"+++ b/{fd.name}")
+    body = 0
+    for tag, i, j, old, new in rows(fd, paired=False):
+        if body >= max_lines:
+            out.append(_truncated(fd, max_lines, False))
+            break
+        if tag == "hunk":
+            out.append(old)
+            continue
+        body += 1
+        sign, text = {"equal": (" ", old), "delete": ("-", old), "insert": ("+", new)}[tag]
+        prefix = f"{i or '':>5} {j or '':>5} " if line_numbers else ""
+        out.append(f"{prefix}{sign}{text}")
+    return "\n".join(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
+
+
+def _highlight(old: str, new: str) -> tuple[str, str]:
+    """Escaped old and new line with the changed spans marked (``difflib.SequenceMatcher``).
+
+    Matching runs on tokens (names, numbers, runs of spaces, single symbols) of what is
+    left once the common prefix and suffix are cut: far cheaper than a per-character
+    match on the ~1,000-character signature lines TIR prints, and token-sized marks are
+    easier to read in code anyway.
+    """
+    pre = _common_prefix(old, new)
+    suf = _common_prefix(old[pre:][::-1], new[pre:][::-1])
+    mid_a, mid_b = old[pre:len(old) - suf], new[pre:len(new) - suf]
+    tok_a, tok_b = _TOKEN.findall(mid_a), _TOKEN.findall(mid_b)
+    a, b = [html.escape(old[:pre])], [html.escape(new[:pre])]
+    if len(tok_a) + len(tok_b) > _MAX_TOKENS:
+        ops = [("replace", 0, len(tok_a), 0, len(tok_b))]
+    else:
+        ops = difflib.SequenceMatcher(None, tok_a, tok_b, autojunk=False).get_opcodes()
+    same = pre + suf + sum(len("".join(tok_a[i1:i2])) for tag, i1, i2, _, _ in ops
+                           if tag == "equal")
+    if same < 0.3 * max(len(old), len(new)):  # mostly different: marks would be noise
+        return html.escape(old), html.escape(new)
+    for tag, i1, i2, j1, j2 in ops:
+        seg_a, seg_b = html.escape("".join(tok_a[i1:i2])), html.escape("".join(tok_b[j1:j2]))
+        if tag == "equal":
+            a.append(seg_a)
+            b.append(seg_b)
+            continue
+        if seg_a:
+            a.append(f'<span class="pl-hl">{seg_a}</span>')
+        if seg_b:
+            b.append(f'<span class="pl-hl">{seg_b}</span>')
+    a.append(html.escape(old[len(old) - suf:]))
+    b.append(html.escape(new[len(new) - suf:]))
+    return "".join(a), "".join(b)
+
+
+def _ln(n: int | None) -> str:
+    return f'<td class="pl-ln">{"" if n is None else n}</td>'
+
+
+def _sbs_rows(fd: Any, max_lines: int) -> Iterator[str]:
+    body = 0
+    for tag, i, j, old, new in rows(fd, paired=True):
+        if tag == "hunk":
+            yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(old)}</td></tr>'
+            continue
+        if body >= max_lines:
+            yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, True)}</td></tr>'
+            return
+        body += 1
+        if tag == "equal":
+            left = right = f'<td class="pl-code">{html.escape(old)}</td>'
+        else:
+            if old is not None and new is not None and fd._intraline:
+                old_html, new_html = _highlight(old, new)
+            else:
+                old_html = "" if old is None else html.escape(old)
+                new_html = "" if new is None else html.escape(new)
+            left = (f'<td class="pl-code pl-empty"></td>' if old is None
+                    else f'<td class="pl-code pl-del">{old_html}</td>')
+            right = (f'<td class="pl-code pl-empty"></td>' if new is None
+                     else f'<td class="pl-code pl-add">{new_html}</td>')
+        yield f"<tr>{_ln(i)}{left}{_ln(j)}{right}</tr>"
+
+
+def _unified_rows(fd: Any, max_lines: int) -> Iterator[str]:
+    # Non-equal opcodes are always separated by equal ones, so a change is a run of
+    # deletes followed by a run of inserts; pair them up for the intra-line marks.
+    dels: list[Row] = []
+    ins: list[Row] = []
+
+    def flush() -> Iterator[str]:
+        pairs = min(len(dels), len(ins)) if fd._intraline else 0
+        marked = [_highlight(dels[k][3], ins[k][4]) for k in range(pairs)]
+        for k, (_, i, _, old, _) in enumerate(dels):
+            text = marked[k][0] if k < pairs else html.escape(old)
+            yield (f'<tr class="pl-del">{_ln(i)}{_ln(None)}<td class="pl-sign">-</td>'
+                   f'<td class="pl-code">{text}</td></tr>')
+        for k, (_, _, j, _, new) in enumerate(ins):
+            text = marked[k][1] if k < pairs else html.escape(new)
+            yield (f'<tr class="pl-add">{_ln(None)}{_ln(j)}<td class="pl-sign">+</td>'
+                   f'<td class="pl-code">{text}</td></tr>')
+        dels.clear()
+        ins.clear()
+
+    body, truncated = 0, False
+    for row in rows(fd, paired=False):
+        tag = row[0]
+        if tag != "hunk":
+            if body >= max_lines:
+                truncated = True
+                break
+            body += 1
+        if tag == "delete":
+            dels.append(row)
+        elif tag == "insert":
+            ins.append(row)
+        else:
+            yield from flush()
+            if tag == "hunk":
+                yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(row[3])}</td></tr>'
+            else:
+                yield (f'<tr>{_ln(row[1])}{_ln(row[2])}<td class="pl-sign"> </td>'
+                       f'<td class="pl-code">{html.escape(row[3])}</td></tr>')
+    yield from flush()
+    if truncated:
+        yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, False)}</td></tr>'
+
+
+def _summary_counts(fd: Any) -> str:
+    if fd.status == "unchanged":
+        return ""
+    return (f' <span class="pl-count-add">+{fd.lines_added}</span>'
+            f' <span class="pl-count-del">-{fd.lines_removed}</span>')
+
+
+def html_block(fd: Any, mode: str, max_lines: int) -> str:
+    """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`)."""
+    name, status = html.escape(fd.name), html.escape(fd.status)
+    if fd.status == "renamed":
+        name = f"{html.escape(fd.old_name)} → {name}"
+    head = (f'<summary><span class="pl-status">{status}</span> <code>{name}</code> '
+            f'<span class="pl-kind">{html.escape(fd.kind)}</span>{_summary_counts(fd)}</summary>')
+    if fd.status == "unchanged":
+        return f'<details class="pl-func pl-unchanged">{head}</details>'
+    if fd.text_identical:
+        body = f'<div class="pl-note">{IDENTICAL_NOTE}.</div>'
+    else:
+        render = _sbs_rows if mode == "side-by-side" else _unified_rows
+        table_class = "pl-t pl-sbs" if mode == "side-by-side" else "pl-t pl-unified"
+        body = (f'<div class="pl-scroll"><table class="{table_class}">'
+                + "".join(render(fd, max_lines)) + "</table></div>")
+    return f'<details open class="pl-func pl-{status}">{head}{body}</details>'
+
+
+def wrap_html(inner: str) -> str:
+    return f'<div class="passlab-diff"><style>{CSS}</style>{inner}</div>'
+
+
+def error_html(message: str) -> str:
+    return (f'<div class="passlab-diff passlab-error"><style>{CSS}</style>'
+            f"<b>passlab: could not render this diff</b><br><code>{html.escape(message)}</code></div>")

@@ -1,0 +1,385 @@
+"""Tests for passlab.analysis.diff: per-function IR diffs."""
+
+from __future__ import annotations
+
+import dataclasses
+import html.parser
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import passlab.models
+from passlab._names import UnknownNameError
+from passlab.analysis import _printing
+from passlab.analysis.diff import FunctionDiff, ModuleDiff, diff
+
+MLP_KERNELS = ("add", "add1", "matmul", "matmul1", "relu", "transpose", "transpose1")
+
+
+# fmt: off
+@I.ir_module
+class Before:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        y = R.add(x, x)
+        z = R.multiply(y, y)
+        return z
+
+    @R.function(private=True)
+    def helper(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.nn.relu(x)
+
+
+@I.ir_module
+class After:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        y = R.add(x, x)
+        w = R.subtract(y, x)
+        z = R.multiply(w, w)
+        return z
+
+    @R.function(private=True)
+    def helper2(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.nn.relu(x)
+# fmt: on
+
+SMALL_TEXT = """\
+2 functions changed: 0 added, 0 removed, 1 modified, 1 renamed (+3 -2 lines)
+diff a/helper b/helper2 (relax, renamed, +1 -1)
+rename from helper
+rename to helper2
+--- a/helper
++++ b/helper2
+@@ -1,4 +1,4 @@
+ @R.function(private=True)
+-def helper(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
++def helper2(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+     gv: R.Tensor((4,), dtype="float32") = R.nn.relu(x)
+     return gv
+diff a/main b/main (relax, modified, +2 -1)
+--- a/main
++++ b/main
+@@ -1,5 +1,6 @@
+ @R.function
+ def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+     y: R.Tensor((4,), dtype="float32") = R.add(x, x)
+-    z: R.Tensor((4,), dtype="float32") = R.multiply(y, y)
++    w: R.Tensor((4,), dtype="float32") = R.subtract(y, x)
++    z: R.Tensor((4,), dtype="float32") = R.multiply(w, w)
+     return z"""
+
+
+class _Tags(html.parser.HTMLParser):
+    """Start tags, and whether every opened tag was closed (void tags aside)."""
+
+    VOID = {"br"}
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[str] = []
+        self.stack: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack.pop() == tag
+
+
+def _structure(text: str) -> list[str]:
+    parsed = _Tags(text)
+    assert parsed.stack == []
+    assert set(parsed.tags) <= {"div", "style", "details", "summary", "span", "code", "table",
+                                "tr", "td", "b", "br"}
+    return parsed.tags
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    mod = passlab.models.mlp()
+    legal = relax.transform.LegalizeOps()(mod)
+    annotated = relax.transform.AnnotateTIROpPattern()(legal)
+    fused = relax.transform.FuseTIR()(relax.transform.FuseOps()(annotated))
+    return SimpleNamespace(mod=mod, legal=legal, annotated=annotated, fused=fused)
+
+
+def test_legalize_adds_prim_funcs_and_modifies_forward(mlp):
+    d = diff(mlp.mod, mlp.legal)
+    assert d.added == MLP_KERNELS
+    assert d.modified == ("forward",)
+    assert d.removed == () and d.renamed == ()
+    assert [fd.status for fd in d] == ["added"] * 2 + ["modified"] + ["added"] * 5
+    assert [fd.kind for fd in d][:3] == ["tir", "tir", "relax"]
+    assert (d.lines_added, d.lines_removed) == (82, 7)
+    assert (d["forward"].lines_added, d["forward"].lines_removed) == (8, 7)  # + "cls = Module"
+    assert not d.unchanged
+    assert repr(d) == "<ModuleDiff: 7 added, 0 removed, 1 modified, 0 renamed>"
+
+
+def test_relax_function_prints_callees_as_in_its_module(mlp):
+    text = diff(mlp.mod, mlp.legal)["forward"].after_text
+    assert "permute_dims = R.call_tir(cls.transpose, (fc1_weight,)" in text
+    assert text.startswith("@R.function\ndef forward(")
+    assert "# from tvm.script" not in text
+    indented = "\n".join("    " + line if line else line for line in text.split("\n"))
+    assert indented in mlp.legal.script()
+
+
+def test_fuse_ops_and_fuse_tir(mlp):
+    d = diff(mlp.annotated, mlp.fused)
+    assert d.added == ("fused_matmul1_add1", "fused_matmul_add_relu")
+    assert d.removed == ("add", "add1", "matmul", "matmul1", "relu")
+    assert d.modified == ("forward",)
+    assert d["fused_matmul_add_relu"].before_text == ""
+    assert d["relu"].after_text == ""
+    assert d["relu"].to_text().split("\n")[:4] == [
+        "diff a/relu b/relu (tir, removed, +0 -10)", "--- a/relu", "+++ /dev/null",
+        "@@ -1,10 +0,0 @@"]
+
+
+def test_no_op_is_unchanged(mlp):
+    d = diff(mlp.legal, mlp.legal)
+    assert d.unchanged and len(d) == 0 and list(d) == []
+    assert d.to_text() == "no changes"
+    assert repr(d) == "<ModuleDiff: no changes>"
+    assert "no changes" in d.to_html()
+    assert d.lines_added == d.lines_removed == 0
+
+
+def test_structurally_equal_copy_is_unchanged(mlp):
+    # A round trip through TVMScript builds new objects: not same_as, but equal.
+    copy = tvm.script.from_source(mlp.legal.script())
+    assert not copy["forward"].same_as(mlp.legal["forward"])
+    assert diff(mlp.legal, copy).unchanged
+
+
+def test_all_functions_lists_unchanged_ones(mlp):
+    d = diff(mlp.legal, mlp.annotated, all_functions=True)
+    assert [fd.name for fd in d] == sorted((*MLP_KERNELS, "forward"))
+    assert d["forward"].status == "unchanged"
+    assert d.modified == MLP_KERNELS
+    assert d["forward"].to_text() == "diff a/forward b/forward (relax, unchanged)"
+
+
+def test_small_module_exact_text_and_counts():
+    d = diff(Before, After)
+    assert d.to_text() == SMALL_TEXT
+    assert d.renamed == (("helper", "helper2"),)
+    assert d.modified == ("main",)
+    assert (d["main"].lines_added, d["main"].lines_removed) == (2, 1)
+    assert (d.lines_added, d.lines_removed) == (3, 2)
+    assert d["helper"] is d["helper2"]  # a rename is found by either name
+
+
+def test_unified_text_with_line_numbers():
+    text = diff(Before, After, function="main").to_text(line_numbers=True)
+    assert text.split("\n")[7:12] == [
+        "    3     3      y: R.Tensor((4,), dtype=\"float32\") = R.add(x, x)",
+        "    4       -    z: R.Tensor((4,), dtype=\"float32\") = R.multiply(y, y)",
+        "          4 +    w: R.Tensor((4,), dtype=\"float32\") = R.subtract(y, x)",
+        "          5 +    z: R.Tensor((4,), dtype=\"float32\") = R.multiply(w, w)",
+        "    5     6      return z",
+    ]
+
+
+def test_renames_can_be_shown_as_removed_and_added():
+    d = diff(Before, After, hide_renames=False)
+    assert (d.added, d.removed, d.renamed) == (("helper2",), ("helper",), ())
+
+
+def test_function_filter():
+    d = diff(Before, After, function="main")
+    assert [fd.name for fd in d] == ["main"]
+    assert [fd.name for fd in diff(Before, After, function="helper")] == ["helper2"]
+    assert diff(Before, After, function="helper2").renamed == (("helper", "helper2"),)
+
+
+def test_unknown_function_name_lists_close_matches(mlp):
+    with pytest.raises(ValueError) as err:
+        diff(mlp.mod, mlp.legal, function="forwad")
+    message = str(err.value)
+    assert message.startswith("unknown function 'forwad'; did you mean 'forward'? Known ")
+    assert message.endswith(": add, add1, forward, matmul, matmul1, relu, transpose, transpose1.")
+    assert isinstance(err.value, UnknownNameError)
+    with pytest.raises(KeyError, match="unknown function 'nope'"):
+        diff(mlp.mod, mlp.legal)["nope"]
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match=r"takes tvm.IRModule or Step .* for 'b', not str"):
+        diff(Before, "After")
+    with pytest.raises(TypeError, match="needs two modules"):
+        diff(Before)
+    with pytest.raises(ValueError, match="context must be a non-negative int"):
+        diff(Before, After, context=-1)
+    failed = SimpleNamespace(name="FuseOps", before=Before, after=None)
+    with pytest.raises(TypeError, match=r"step 'FuseOps' given as 'b' has no IRModule in "
+                                        r"\.after \(did the pass fail\?\); got NoneType"):
+        diff(failed)
+    with pytest.raises(ValueError, match="unknown mode 'inline'.* side-by-side, unified"):
+        diff(Before, After).to_html("inline")
+
+
+def test_steps_are_duck_typed(mlp):
+    step = SimpleNamespace(name="LegalizeOps", before=mlp.mod, after=mlp.legal)
+    d = diff(step)
+    assert d.title == "LegalizeOps" and d.modified == ("forward",)
+    assert repr(d) == "<ModuleDiff 'LegalizeOps': 7 added, 0 removed, 1 modified, 0 renamed>"
+    nxt = SimpleNamespace(name="AnnotateTIROpPattern", before=mlp.legal, after=mlp.annotated)
+    span = diff(step, nxt)  # from step's input to nxt's output
+    assert span.title == "LegalizeOps … AnnotateTIROpPattern"
+    assert span.added == MLP_KERNELS and span.modified == ("forward",)
+    assert "<b>LegalizeOps</b>" in d.to_html()
+
+
+def test_results_are_immutable_sequences():
+    d = diff(Before, After)
+    assert isinstance(d, ModuleDiff) and len(d) == 2
+    assert d[0].name == "helper2" and d[-1] is d["main"]
+    assert "main" in d and "helper" in d and "forward" not in d and d[0] in d
+    assert [fd.name for fd in d[0:1]] == ["helper2"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.functions = ()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d[0].status = "added"
+    assert repr(d["main"]) == "<FunctionDiff 'main': modified relax function>"
+    assert repr(d[0]) == "<FunctionDiff 'helper' -> 'helper2': renamed relax function>"
+
+
+def test_html_side_by_side_and_unified():
+    d = diff(Before, After)
+    sbs = d.to_html()
+    tags = _structure(sbs)
+    assert tags.count("details") == 2 and tags.count("style") == 1
+    assert sbs.startswith('<div class="passlab-diff"><style>')
+    assert ('<tr><td class="pl-ln">3</td><td class="pl-code">    y: R.Tensor((4,), dtype=&quot;'
+            'float32&quot;) = R.add(x, x)</td><td class="pl-ln">3</td>') in sbs
+    assert ('<td class="pl-code pl-del">    <span class="pl-hl">z</span>: R.Tensor((4,), '
+            'dtype=&quot;float32&quot;) = R.<span class="pl-hl">multiply</span>(y, '
+            '<span class="pl-hl">y</span>)</td>') in sbs
+    assert '<td class="pl-ln"></td><td class="pl-code pl-empty"></td><td class="pl-ln">5</td>' in sbs
+    uni = d.to_html("unified")
+    _structure(uni)
+    assert ('<tr class="pl-add"><td class="pl-ln"></td><td class="pl-ln">5</td><td class='
+            '"pl-sign">+</td><td class="pl-code">    z: R.Tensor((4,), dtype=&quot;float32&quot;)'
+            ' = R.multiply(w, w)</td></tr>') in uni
+    assert "<code>helper → helper2</code>" in uni
+    assert "http" not in sbs and "<script" not in sbs and "<link" not in sbs
+
+
+def test_hostile_names_are_escaped():
+    name = "<script>alert(1)</script>"
+    func = Before["helper"]
+    old = tvm.IRModule({tvm.ir.GlobalVar(name): func})
+    new = tvm.IRModule({tvm.ir.GlobalVar(name): After["main"]})
+    d = diff(old, new)
+    assert d.modified == (name,)
+    for page in (d.to_html(), d.to_html("unified"), d[0].to_html(),
+                 d._repr_mimebundle_()["text/html"]):
+        assert "<script>" not in page and "alert(1)</script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        _structure(page)
+    step = SimpleNamespace(name=name, before=old, after=new)
+    assert "<script>" not in diff(step).to_html()
+
+
+def test_prints_identically_but_structurally_changed():
+    # After MakePackedAPI, FP8StorageLegalize returns PrimFuncs that differ structurally
+    # (fresh buffer-data variables) yet print the same TVMScript.
+    seen = []
+
+    @tvm.instrument.pass_instrument
+    class Keep:
+        def run_before_pass(self, mod, info):
+            self.before = mod
+
+        def run_after_pass(self, mod, info):
+            if info.name == "tirx.FP8StorageLegalize":
+                seen.append((self.before, mod))
+
+    with tvm.transform.PassContext(instruments=[Keep()]):
+        tvm.compile(passlab.models.mlp(), "llvm")
+    (before, after), = seen
+    d = diff(before, after)
+    assert d.modified == MLP_KERNELS
+    assert [fd.text_identical for fd in d] == [True] * 7
+    assert (d.lines_added, d.lines_removed) == (0, 0)
+    assert d["relu"].to_text() == (
+        "diff a/relu b/relu (tir, modified, +0 -0)\n"
+        "structurally changed, but both versions print identically")
+    page = d["relu"].to_html()
+    assert "structurally changed, but both versions print identically." in page
+    assert "<table" not in page
+
+
+def test_identical_text_branch_by_hand():
+    func = Before["main"]
+    fd = FunctionDiff("main", "modified", "relax", "main", func, func)
+    assert fd.text_identical and fd.to_text().endswith("print identically")
+    assert "print identically." in fd.to_html("unified")
+
+
+def test_constants_print_as_metadata_references():
+    x = relax.Var("x", R.Tensor((10, 10), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        weight = relax.const(np.arange(100, dtype="float32").reshape(10, 10) + 0.5)
+        bb.emit_func_output(bb.emit(relax.op.add(x, weight)))
+    mod = bb.get()
+    text = diff(Before, mod, function="main")["main"].after_text
+    assert 'R.add(x, metadata["ir.GenericConst"][0])' in text
+    assert "99.5" not in text and "Metadata omitted" not in text
+
+
+def test_printing_is_lazy_and_cached(mlp):
+    _printing.clear_cache()
+    d = diff(mlp.mod, mlp.legal, function="forward")
+    assert _printing.cache_info()["size"] == 0  # nothing printed yet
+    fd = d["forward"]
+    assert fd.after_text is fd.after_text
+    assert _printing.cache_info()["misses"] == 1
+    again = diff(mlp.legal, mlp.annotated, function="forward", all_functions=True)
+    assert again["forward"].before_text == fd.after_text  # same object: from the cache
+    assert _printing.cache_info() == {"size": 1, "maxsize": 4096, "hits": 1, "misses": 1}
+
+
+def test_long_diffs_are_cut_with_a_note(mlp):
+    fd = diff(mlp.mod, mlp.legal)["matmul"]
+    text = fd.to_text(max_lines=4)
+    assert text.split("\n")[-1] == "[truncated: shown 4 of 12 diff lines]"
+    assert len(text.split("\n")) == 4 + 4 + 1  # header, ---, +++, @@; 4 lines; note
+    assert "[truncated: shown 4 of 12 diff rows]" in fd.to_html(max_lines=4)
+    assert "[truncated: shown 4 of 12 diff lines]" in fd.to_html("unified", max_lines=4)
+    assert "truncated" not in fd.to_html()
+
+
+def test_mimebundle_never_raises():
+    d = diff(Before, After)
+    bundle = d._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert bundle["text/plain"] == SMALL_TEXT
+    assert set(d._repr_mimebundle_(include={"text/plain"})) == {"text/plain"}
+    assert set(d._repr_mimebundle_(exclude={"text/plain"})) == {"text/html"}
+
+    class Broken:
+        def script(self, **kwargs):
+            raise RuntimeError("printer exploded")
+
+        def same_as(self, other):
+            return False
+
+    bad = ModuleDiff((FunctionDiff("f", "added", "tir", None, None, Broken()),))
+    bundle = bad._repr_mimebundle_()
+    assert bundle["text/plain"] == (
+        "<ModuleDiff: could not render: RuntimeError('printer exploded')>")
+    assert "passlab-error" in bundle["text/html"]
+    assert "RuntimeError: printer exploded" in bundle["text/html"]

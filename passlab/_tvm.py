@@ -203,6 +203,15 @@ def attrs_equal(a, b) -> bool:
     return tvm_ffi.structural_equal(a, b, True, True)
 
 
+def count_bindings(func) -> int:
+    """Number of variable bindings in a Relax function's body (0 for other functions)."""
+    body = getattr(func, "body", None)
+    blocks = getattr(body, "blocks", None)
+    if blocks is None or not is_relax_function(func):
+        return 0
+    return sum(len(b.bindings) for b in blocks)
+
+
 def is_relax_function(func) -> bool:
     return isinstance(func, relax().Function)
 

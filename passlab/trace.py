@@ -26,7 +26,8 @@ KINDS = ("pass", "container", "inner")
 
 #: Columns of :meth:`Trace.to_dataframe` (one row per step, from :meth:`Step.row`).
 ROW_COLUMNS = ("index", "name", "stage", "depth", "kind", "origin", "ms", "changed",
-               "added", "removed", "modified", "failed")
+               "added", "removed", "modified", "failed", "bindings_before", "bindings_after",
+               "prim_funcs_before", "prim_funcs_after")
 
 
 @dataclass(frozen=True)
@@ -56,18 +57,36 @@ class Changes:
 
 
 class _HashCache:
-    """Per-function structural hashes keyed by the C object's address. The entry keeps a
-    reference to the function so that the address cannot be reused while cached."""
+    """Per-function facts (structural hash, binding count) keyed by the C object's
+    address. Each entry keeps a reference to the function so that the address cannot be
+    reused while cached. One cache serves a whole trace: unchanged functions are the
+    same objects from step to step, so each is hashed once."""
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Any, int]] = {}
+        self._hash: dict[int, tuple[Any, int]] = {}
+        self._stats: dict[int, tuple[Any, tuple[int, int, int]]] = {}
 
     def __call__(self, func: Any) -> int:
         key = func.__chandle__()
-        hit = self._cache.get(key)
+        hit = self._hash.get(key)
         if hit is None:
             hit = (func, _tvm.function_hash(func))
-            self._cache[key] = hit
+            self._hash[key] = hit
+        return hit[1]
+
+    def module_stats(self, mod: Any) -> tuple[int, int, int]:
+        """(Relax functions, Relax bindings, PrimFuncs) of a module."""
+        if mod is None:
+            return (0, 0, 0)
+        key = mod.__chandle__()
+        hit = self._stats.get(key)
+        if hit is None:
+            fns = _tvm.functions(mod).values()
+            relax_fns = [f for f in fns if _tvm.is_relax_function(f)]
+            stats = (len(relax_fns), sum(_tvm.count_bindings(f) for f in relax_fns),
+                     sum(1 for f in fns if _tvm.is_prim_func(f)))
+            hit = (mod, stats)
+            self._stats[key] = hit
         return hit[1]
 
 
@@ -137,12 +156,17 @@ class Step:
         return self.name if self.occurrence == 0 else f"{self.name}#{self.occurrence}"
 
     def row(self) -> dict[str, Any]:
+        """This step as one row of the per-pass table (see :data:`ROW_COLUMNS`)."""
         ch = self.functions_changed
+        _, bind_before, prim_before = self._hash.module_stats(self.before)
+        _, bind_after, prim_after = self._hash.module_stats(self.after)
         return dict(
             index=self.index, name=self.name, stage=self.stage, depth=self.depth,
             kind=self.kind, origin=self.origin, ms=None if self.seconds is None else
             self.seconds * 1e3, changed=bool(ch), added=len(ch.added),
             removed=len(ch.removed), modified=len(ch.modified), failed=self.failed,
+            bindings_before=bind_before, bindings_after=bind_after,
+            prim_funcs_before=prim_before, prim_funcs_after=prim_after,
         )
 
     def to_text(self) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["mlp", "resnet", "transformer", "by_name", "NAMES"]
+__all__ = ["mlp", "resnet", "transformer", "with_constant_weights", "by_name", "NAMES"]
 
 
 def _nn():
@@ -196,6 +196,28 @@ def transformer(
     spec = {"forward": {"tokens": nn.spec.Tensor((batch, seq_len), "int32")}}
     mod, _ = Decoder().export_tvm(spec=spec)
     return mod
+
+
+def with_constant_weights(mod, seed: int = 0, function: str = "forward"):
+    """Bind random weights into ``mod`` as constants (every parameter after the
+    ``num_input`` inputs), as a model loaded with its weights would be.
+
+    FoldConstant then has real work to do: it runs a whole TIR build inside itself,
+    which the recorder shows as inner steps.
+    """
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    func = mod[function]
+    n_in = int(func.attrs["num_input"]) if func.attrs and "num_input" in func.attrs else 1
+    rng = np.random.default_rng(seed)
+    params = {}
+    for p in func.params[n_in:]:
+        shape = [int(d) for d in p.ty.shape.values]
+        lo, hi = (0.5, 1.5) if "var" in p.name else (-1.0, 1.0)
+        params[p.name] = tvm.runtime.tensor(rng.uniform(lo, hi, size=shape).astype(str(p.ty.dtype)))
+    return relax.transform.BindParams(function, params)(mod)
 
 
 _BUILTIN: dict[str, Callable] = {

@@ -225,3 +225,36 @@ def test_record_context_manager():
         tvm.relax.transform.LegalizeOps()(model)
     assert [s.name for s in rec.trace] == ["LegalizeOps"]
     assert rec.trace[0].functions_changed.modified == ("forward",)
+
+
+def test_tir_build_inside_fold_constant_is_recorded_as_inner_steps():
+    mod = passlab.models.with_constant_weights(passlab.models.mlp())
+    assert [p.name for p in mod["forward"].params] == ["x"]
+    b = passlab.build(mod)
+    t = b.trace
+    fold = t.find("FoldConstant")
+    assert fold.changed and fold.functions_changed.modified == ("forward",)
+    inside = [s for s in t if s.index > fold.index and _has_ancestor(t, s, fold)]
+    assert len(inside) > 20  # a whole TIR build per folded call
+    assert {s.kind for s in inside} == {"inner"} and {s.stage for s in inside} == {"legalize"}
+    assert "tirx.MakePackedAPI" in {s.name for s in inside}
+    # none of them leaks into the main chain, which stays coherent
+    chain = [s for s in t.top_level() if s.stage != "tir"]
+    for a, c in zip(chain, chain[1:]):
+        assert a.after.same_as(c.before)
+    # same weights as parameters: same outputs
+    plain = passlab.models.mlp()
+    ref = passlab.build(plain)
+    args = ref.inputs()
+    bound = tvm.relax.transform.BindParams("forward", {
+        p.name: tvm.runtime.tensor(a) for p, a in zip(plain["forward"].params[1:], args[1:])})(plain)
+    np.testing.assert_allclose(passlab.build(bound).run(args[0]), ref.run(*args), rtol=1e-5, atol=1e-5)
+
+
+def _has_ancestor(trace, step, anc) -> bool:
+    p = step.parent
+    while p is not None:
+        if p == anc.index:
+            return True
+        p = trace[p].parent
+    return False

@@ -234,8 +234,9 @@ def record() -> Iterator[Recording]:
     Examples
     --------
     >>> import passlab, tvm
+    >>> model = passlab.models.mlp()
     >>> with passlab.record() as rec:
-    ...     _ = tvm.relax.transform.LegalizeOps()(passlab.models.mlp())
+    ...     _ = tvm.relax.transform.LegalizeOps()(model)
     >>> rec.trace[0].name
     'LegalizeOps'
     """

@@ -336,6 +336,22 @@ class Trace(Sequence[Step]):
             )
         return hits[occurrence]
 
+    def first(self, predicate: Callable[[Step], bool], *, top_level: bool = True) -> Step | None:
+        """The first step for which ``predicate(step)`` is true (on the main chain by
+        default), or None. Predicates usually look at ``step.after``.
+
+        Examples
+        --------
+        >>> trace = passlab.build(passlab.models.mlp()).trace
+        >>> fused = lambda s: any(g.name_hint.startswith("fused_") for g in s.after.get_global_vars())
+        >>> trace.first(fused).name
+        'FuseOps'
+        """
+        for s in self._steps:
+            if (s.kind == "pass" or not top_level) and predicate(s):
+                return s
+        return None
+
     def find_all(self, name: str) -> Trace:
         if name not in self.names:
             raise unknown("pass", name, self.names, extra="(in this trace)")

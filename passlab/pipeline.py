@@ -245,6 +245,13 @@ class Pipeline:
         entry = dataclasses.replace(old[pi], enabled=enabled)
         return self._with(si, old[:pi] + (entry,) + old[pi + 1 :])
 
+    def with_backend(self, backend: Any) -> Pipeline:
+        """This pipeline with an accelerator backend applied: partitioning by its
+        patterns and its passes at their phases (see :class:`passlab.Backend`)."""
+        from .backend import apply_backend
+
+        return apply_backend(self, backend)
+
     # ------------------------------------------------------------------------- build
     def to_pass(self, on_error: Callable | None = None):
         """One module pass running every enabled pass, stage by stage, under the target.

@@ -1,0 +1,196 @@
+"""buffers: tensor tables, liveness peaks, agreement with estimate_memory_usage, bad input."""
+
+from __future__ import annotations
+
+import functools
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from passlab import models
+from passlab._names import UnknownNameError
+from passlab.analysis.buffers import BufferReport, buffers
+
+tvm = pytest.importorskip("tvm")
+from tvm import relax  # noqa: E402
+from tvm.relax.backend.cpu_generic import pipeline as cpu  # noqa: E402
+
+MODELS = {"mlp": models.mlp, "resnet": models.resnet, "transformer": models.transformer,
+          "dyn": lambda: models.transformer(seq_len="n")}
+
+
+@functools.lru_cache(maxsize=None)
+def snapshots(model: str) -> dict[str, tvm.IRModule]:
+    """The module after each pass of the CPU Relax pipeline, applied by hand."""
+    mod = MODELS[model]()
+    target = tvm.target.Target("llvm")
+    out = {"input": mod}
+    with target:
+        for p in (cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+                  + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)):
+            mod = p(mod)
+            out[p.info.name] = mod
+    return out
+
+
+def estimate(mod: tvm.IRModule) -> list[tuple[int, str]]:
+    """(count, GiB text) of each function's "With memory planning" line."""
+    text = relax.analysis.estimate_memory_usage(mod)
+    pattern = r"With memory planning, there are (\d+) constant-size .* total size (\S+) GB"
+    return [(int(n), gib) for n, gib in re.findall(pattern, text)]
+
+
+def rows(report: BufferReport) -> list[tuple]:
+    return [(t.name, t.kind, t.producer, t.consumers, t.bytes, t.defined, t.first_use,
+             t.last_use) for t in report.tensors]
+
+
+# ----------------------------------------------------------------------------- MLP
+def test_mlp_after_fusetir_tensors_and_peak():
+    r = buffers(snapshots("mlp")["FuseTIR"])
+    assert rows(r) == [
+        ("permute_dims", "intermediate", "transpose", ("fused_matmul_add_relu",), 2048, 0, 0, 1),
+        ("lv", "intermediate", "fused_matmul_add_relu", ("fused_matmul1_add1",), 512, 1, 1, 3),
+        ("permute_dims1", "intermediate", "transpose1", ("fused_matmul1_add1",), 1024, 2, 2, 3),
+        ("gv", "output", "fused_matmul1_add1", (), 128, 3, 3, 4)]
+    assert r.timeline == (2048, 2560, 1536, 1664, 128)
+    assert (r.peak_bytes, r.peak_exact, r.peak_binding) == (2560, True, 1)
+    assert [t.name for t in r.peak_tensors] == ["permute_dims", "lv"]
+    assert (r.allocations, r.total_bytes) == ((), 3712)
+    assert [(p.name, p.kind, p.bytes) for p in r.params] == [
+        ("x", "input", 256), ("fc1.weight", "weight", 2048), ("fc1.bias", "weight", 128),
+        ("fc2.weight", "weight", 1024), ("fc2.bias", "weight", 32)]
+    # TVM's own estimate sees nothing before CallTIRRewrite
+    assert estimate(snapshots("mlp")["FuseTIR"]) == [(0, "0.0")]
+
+
+def test_mlp_before_legalization():
+    r = buffers(snapshots("mlp")["input"])
+    assert r.peak_bytes == 2560
+    assert [t.name for t in r.peak_tensors] == ["permute_dims", "matmul"]
+    assert r["gv"].name == "add1"  # lookup by alias
+
+
+def test_mlp_after_planning_reports_the_planner_storages():
+    r = buffers(snapshots("mlp")["StaticPlanBlockMemory"])
+    assert [(a.name, a.op, a.bytes, a.tensors) for a in r.allocations] == [
+        ("storage", "relax.memory.alloc_storage", 2048, ("alloc", "alloc2")),
+        ("storage1", "relax.memory.alloc_storage", 512, ("alloc1",)),
+        ("alloc3", "relax.builtin.alloc_tensor", 128, ("alloc3",))]
+    assert [(t.name, t.aliases, t.storage) for t in r.tensors] == [
+        ("alloc", ("permute_dims",), "storage"), ("alloc1", ("lv",), "storage1"),
+        ("alloc2", ("permute_dims1",), "storage"), ("alloc3", ("gv",), None)]
+    assert (r.total_bytes, r.peak_bytes, r.peak_binding) == (2688, 2688, 11)
+    assert r.to_text().splitlines()[:3] == [
+        "buffers of forward: 4 tensors, peak 2688 B at binding 11 (alloc3) of forward",
+        "live at peak: alloc1 (512 B), alloc2 (1024 B), alloc3 (128 B)",
+        "allocations: 3 constant-size, 2688 B"]
+
+
+@pytest.mark.parametrize("model, stage, count, total", [
+    ("mlp", "CallTIRRewrite", 4, 3712),
+    ("mlp", "StaticPlanBlockMemory", 3, 2688),
+    ("resnet", "CallTIRRewrite", 40, 1177128),
+    ("resnet", "StaticPlanBlockMemory", 5, 197160),
+    ("transformer", "CallTIRRewrite", 36, 499712),
+    ("transformer", "StaticPlanBlockMemory", 6, 106496),
+])
+def test_allocations_agree_with_estimate_memory_usage(model, stage, count, total):
+    mod = snapshots(model)[stage]
+    r = buffers(mod)
+    assert (len(r.allocations), r.total_bytes) == (count, total)
+    assert estimate(mod) == [(count, "{0:.4}".format(total / 2**30))]
+
+
+def test_resnet_peaks():
+    snaps = snapshots("resnet")
+    assert buffers(snaps["FuseTIR"]).peak_bytes == 196608
+    planned = buffers(snaps["StaticPlanBlockMemory"])
+    assert planned.peak_bytes == 196608 and planned.peak_exact
+
+
+# ------------------------------------------------------------------- dynamic shapes
+def test_dynamic_transformer_after_planning_is_partial_without_bounds():
+    mod = snapshots("dyn")["StaticPlanBlockMemory"]
+    with pytest.raises(AttributeError):  # TVM's estimate cannot size symbolic storages
+        relax.analysis.estimate_memory_usage(mod)
+    r = buffers(mod)
+    assert (r.peak_exact, r.unknown_symbols, r.peak_bytes) == (False, ("n",), 81920)
+    assert [(a.bytes, a.size) for a in r.dynamic_allocations][:3] == [
+        (None, "256 * n"), (None, "256 * n"), (None, "768 * n")]
+    assert [a.bytes for a in r.allocations] == [49152, 32768]
+    assert r["alloc"].bytes is None and r["alloc"].size == "256 * n"
+    assert "peak >= 81920 B" in r.to_text() and "pass bounds={'n': ...}" in r.to_text()
+    assert repr(r).endswith("peak_bytes>=81920)")
+
+
+def test_bounds_evaluate_symbolic_sizes():
+    r = buffers(snapshots("dyn")["StaticPlanBlockMemory"], bounds={"n": 128})
+    assert r.peak_exact and r.unknown_symbols == ()
+    assert r["alloc"].bytes == 128 * 256
+    assert [a.bytes for a in r.dynamic_allocations][:3] == [32768, 32768, 98304]
+    assert (r.peak_bytes, r.total_bytes) == (475136, 540672)
+    # with n at the static model's length, unplanned sizes match the static model exactly
+    dyn = buffers(snapshots("dyn")["CallTIRRewrite"], bounds={"n": 16})
+    static = buffers(snapshots("transformer")["CallTIRRewrite"])
+    assert (dyn.total_bytes, dyn.peak_bytes) == (static.total_bytes, static.peak_bytes)
+    assert len(dyn.allocations) + len(dyn.dynamic_allocations) == len(static.allocations)
+
+
+def test_bad_bounds():
+    mod = snapshots("dyn")["FuseTIR"]
+    with pytest.raises(UnknownNameError, match="unknown symbolic variable 'm'"):
+        buffers(mod, bounds={"m": 3})
+    with pytest.raises(TypeError, match="non-negative int"):
+        buffers(mod, bounds={"n": -1})
+    with pytest.raises(TypeError, match="mapping"):
+        buffers(mod, bounds=[("n", 1)])
+
+
+# --------------------------------------------------------------------- whole module
+def test_whole_module_covers_every_relax_function():
+    mod = snapshots("mlp")["FuseOps"]
+    r = buffers(mod)
+    assert r.functions == ("forward", "fused_matmul1_add1", "fused_matmul_add_relu")
+    assert [(t.function, t.name) for t in r.tensors if t.function != "forward"] == [
+        ("fused_matmul1_add1", "matmul1"), ("fused_matmul1_add1", "gv"),
+        ("fused_matmul_add_relu", "matmul"), ("fused_matmul_add_relu", "add"),
+        ("fused_matmul_add_relu", "gv")]
+    one = buffers(mod, function="fused_matmul_add_relu")
+    assert (one.functions, one.peak_bytes) == (("fused_matmul_add_relu",), 1024)
+
+
+# ------------------------------------------------------------------------ rendering
+def test_html_escapes_hostile_names():
+    x = relax.Var('x"<b>&', relax.TensorType((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("f<script>", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(x, x), name_hint="y</td><script>alert(1)</script>")
+            out = bb.emit_output(relax.op.nn.relu(y))
+        bb.emit_func_output(out)
+    page = buffers(bb.get()).to_html()
+    assert "<script>" not in page
+    assert "y&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "buffers of f&lt;script&gt;" in page
+
+
+def test_mimebundle_and_dataframe(monkeypatch):
+    r = buffers(snapshots("mlp")["StaticPlanBlockMemory"])
+    assert r._repr_mimebundle_()["text/html"].count("<table") == 2
+    monkeypatch.setattr(BufferReport, "to_html", lambda self: 1 / 0)
+    assert "ZeroDivisionError" in r._repr_mimebundle_()["text/html"]
+    df = r.to_dataframe()
+    assert list(df["name"]) == ["alloc", "alloc1", "alloc2", "alloc3"]
+    assert list(r.to_dataframe("allocations")["bytes"]) == [2048, 512, 128]
+
+
+def test_bad_input():
+    mod = snapshots("mlp")["FuseTIR"]
+    with pytest.raises(UnknownNameError, match="unknown function 'main'"):
+        buffers(mod, function="main")
+    with pytest.raises(TypeError, match="tvm.IRModule or a Step"):
+        buffers(42)
+    step = SimpleNamespace(name="FuseTIR", before=None, after=mod)
+    assert buffers(step).peak_bytes == 2560

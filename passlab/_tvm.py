@@ -7,6 +7,7 @@ Jupyter; TVM itself is imported lazily so that ``import passlab`` stays cheap.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -292,7 +293,8 @@ def to_numpy(value):
     return value
 
 
-def versions() -> dict[str, str]:
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str], ...]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -301,4 +303,9 @@ def versions() -> dict[str, str]:
             out[dist] = version(dist)
         except PackageNotFoundError:
             out[dist] = "unknown"
-    return out
+    return tuple(out.items())
+
+
+def versions() -> dict[str, str]:
+    """Versions of TVM, tvm-ffi and passlab (looked up once per process)."""
+    return dict(_versions())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["mlp", "resnet", "transformer", "with_constant_weights", "by_name", "NAMES"]
+__all__ = ["mlp", "resnet", "mobilenet", "transformer", "with_constant_weights", "by_name", "NAMES"]
 
 
 def _nn():
@@ -64,20 +64,7 @@ def resnet(
     from tvm import relax
     from tvm.relax.frontend.nn import op
 
-    class BatchNorm2d(nn.Module):
-        def __init__(self, channels: int):
-            self.weight = nn.Parameter((channels,), "float32")
-            self.bias = nn.Parameter((channels,), "float32")
-            self.running_mean = nn.Parameter((channels,), "float32")
-            self.running_var = nn.Parameter((channels,), "float32")
-
-        def forward(self, x):
-            expr = relax.op.nn.batch_norm(
-                x._expr, self.weight._expr, self.bias._expr,
-                self.running_mean._expr, self.running_var._expr,
-                axis=1, epsilon=1e-5, training=False,
-            )
-            return op.wrap_nested(relax.TupleGetItem(expr, 0), "batch_norm")
+    BatchNorm2d = _batch_norm_class()
 
     def conv(cin: int, cout: int, k: int, stride: int = 1):
         return nn.Conv2D(cin, cout, k, stride=stride, padding=k // 2, bias=False)
@@ -122,6 +109,99 @@ def resnet(
 
     spec = {"forward": {"x": nn.spec.Tensor((batch, 3, image, image), "float32")}}
     mod, _ = ResNet().export_tvm(spec=spec)
+    return mod
+
+
+def _batch_norm_class():
+    """An inference-mode ``R.nn.batch_norm`` as an nn.Module (nn has none built in)."""
+    nn = _nn()
+    from tvm import relax
+    from tvm.relax.frontend.nn import op
+
+    class BatchNorm2d(nn.Module):
+        def __init__(self, channels: int):
+            self.weight = nn.Parameter((channels,), "float32")
+            self.bias = nn.Parameter((channels,), "float32")
+            self.running_mean = nn.Parameter((channels,), "float32")
+            self.running_var = nn.Parameter((channels,), "float32")
+
+        def forward(self, x):
+            expr = relax.op.nn.batch_norm(
+                x._expr, self.weight._expr, self.bias._expr,
+                self.running_mean._expr, self.running_var._expr,
+                axis=1, epsilon=1e-5, training=False,
+            )
+            return op.wrap_nested(relax.TupleGetItem(expr, 0), "batch_norm")
+
+    return BatchNorm2d
+
+
+#: MobileNetV2's inverted-residual settings: (expansion t, channels c, repeats n, stride s).
+_MOBILENET_V2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                 (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def mobilenet(batch: int = 1, image: int = 224, width: float = 1.0, classes: int = 1000):
+    """MobileNetV2 (inverted residuals, depthwise convolutions, ReLU6, batch norm): the
+    "larger model" of the benchmarks, 52 convolutions and about 150 operator calls."""
+    nn = _nn()
+    from tvm import relax
+    from tvm.relax.frontend.nn import op
+
+    BatchNorm2d = _batch_norm_class()
+
+    def ch(c: int) -> int:
+        return max(8, int(c * width + 4) // 8 * 8)
+
+    class ConvBN(nn.Module):
+        def __init__(self, cin, cout, k, stride=1, groups=1, act=True):
+            self.conv = nn.Conv2D(cin, cout, k, stride=stride, padding=k // 2, groups=groups,
+                                  bias=False)
+            self.bn = BatchNorm2d(cout)
+            self.act = act
+
+        def forward(self, x):
+            y = self.bn(self.conv(x))
+            return op.wrap_nested(relax.op.clip(y._expr, 0.0, 6.0), "relu6") if self.act else y
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin, cout, stride, t):
+            hidden = cin * t
+            layers = [ConvBN(cin, hidden, 1)] if t != 1 else []
+            layers += [ConvBN(hidden, hidden, 3, stride, groups=hidden),
+                       ConvBN(hidden, cout, 1, act=False)]
+            self.layers = nn.ModuleList(layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            y = x
+            for layer in self.layers:
+                y = layer(y)
+            return x + y if self.residual else y
+
+    class MobileNetV2(nn.Module):
+        def __init__(self):
+            cin = ch(32)
+            self.stem = ConvBN(3, cin, 3, 2)
+            blocks = []
+            for t, c, n, s in _MOBILENET_V2:
+                for i in range(n):
+                    blocks.append(InvertedResidual(cin, ch(c), s if i == 0 else 1, t))
+                    cin = ch(c)
+            self.blocks = nn.ModuleList(blocks)
+            self.head = ConvBN(cin, 1280, 1)
+            self.fc = nn.Linear(1280, classes)
+
+        def forward(self, x):
+            x = self.stem(x)
+            for b in self.blocks:
+                x = b(x)
+            x = self.head(x)
+            pooled = op.wrap_nested(relax.op.nn.adaptive_avg_pool2d(x._expr, 1), "pool")
+            return self.fc(op.reshape(pooled, (batch, -1)))
+
+    spec = {"forward": {"x": nn.spec.Tensor((batch, 3, image, image), "float32")}}
+    mod, _ = MobileNetV2().export_tvm(spec=spec)
     return mod
 
 
@@ -225,6 +305,7 @@ _BUILTIN: dict[str, Callable] = {
     "resnet": resnet,
     "transformer": transformer,
     "transformer-dynamic": lambda: transformer(seq_len="n"),
+    "mobilenet": mobilenet,
 }
 NAMES: tuple[str, ...] = tuple(_BUILTIN)
 

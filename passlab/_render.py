@@ -8,7 +8,11 @@ graph so that data classes can render themselves without importing the views lay
 from __future__ import annotations
 
 import html
+import shutil
+import subprocess
+import sys
 import traceback
+from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,3 +125,40 @@ def _is_num(s: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+# ----------------------------------------------------------------------- graph layout
+#: Seconds one layout may take before it is abandoned (huge graphs: show a table).
+LAYOUT_TIMEOUT = 60
+
+NO_LAYOUT = ("no graph layout program found: install Graphviz's `dot` (apt-get install "
+             "graphviz) or the pip package graphviz-pure for pictures")
+
+
+def layout_program() -> str | None:
+    """Path of a program that turns DOT into SVG: Graphviz's ``dot``, else the
+    pip-installable ``graphviz-pure`` (also looked up beside the running Python, for a
+    virtual environment that is not activated), else None."""
+    here = str(Path(sys.executable).parent)
+    for name in ("dot", "graphviz-pure"):
+        exe = shutil.which(name) or shutil.which(name, path=here)
+        if exe:
+            return exe
+    return None
+
+
+def dot_to_svg(source: str) -> str:
+    """Lay out DOT source as SVG; ``RuntimeError`` naming what to install when no layout
+    program exists, or what failed."""
+    exe = layout_program()
+    if exe is None:
+        raise RuntimeError(NO_LAYOUT)
+    try:
+        done = subprocess.run([exe, "-Tsvg"], input=source, capture_output=True, text=True,
+                              timeout=LAYOUT_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"graph layout took over {LAYOUT_TIMEOUT} s; the graph is too "
+                           "large to lay out quickly: filter it (region=) or collapse it") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"{Path(exe).name} failed ({done.returncode}): {done.stderr.strip()[:500]}")
+    return done.stdout

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
+import re
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from . import models
 
@@ -55,8 +60,77 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"outputs vs the unmodified pipeline: max abs diff {diff:g}")
     (out / "trace.txt").write_text(trace.to_text(all_steps=True) + "\n")
     trace.to_dataframe().to_csv(out / "trace.csv")
-    print(f"\nwrote {out / 'trace.txt'} and {out / 'trace.csv'}")
+    report = trace.to_html(out / "report.html")
+    print(f"\nwrote {report} (open it in a browser: works offline), "
+          f"{out / 'trace.txt'} and {out / 'trace.csv'}")
     return 0 if diff == 0 else 1
+
+
+class CliError(Exception):
+    """A mistake on the command line: printed as one line, exit status 2."""
+
+
+_INSERT_SPEC = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)"
+                          r"@(?P<where>after|before)=(?P<anchor>\S+)$")
+_INSERT_FORM = ("module:function@after=PassOrStage (or @before=...), "
+                "e.g. mypkg.passes:count@after=legalize")
+
+
+def _load_insert(spec: str) -> tuple[Any, str, str]:
+    """(user pass, "after" or "before", anchor) from an ``--insert`` spec."""
+    m = _INSERT_SPEC.match(spec.strip())
+    if m is None:
+        raise CliError(f"--insert {spec!r} is not of the form {_INSERT_FORM}")
+    module_name, attr = m["module"], m["attr"]
+    # Like `python -m`, find user modules in the current folder.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise CliError(f"--insert {spec!r}: cannot import module {module_name!r}: "
+                       f"{type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"--insert {spec!r}: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj, m["where"], m["anchor"]
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e6 else f"{n / 1e3:.1f} KB"
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .build import BuildError, build
+    from .pipeline import Pipeline
+    from .views.report import write_report
+
+    inserts = [_load_insert(spec) for spec in args.insert]
+    mod = models.by_name(args.model)
+    pipe = Pipeline.default(args.target, variant=args.variant)
+    for fn, where, anchor in inserts:
+        pipe = pipe.insert(fn, **{where: anchor})
+    start = time.perf_counter()
+    status = 0
+    try:
+        trace = build(mod, pipe).trace
+    except BuildError as err:
+        trace = err.trace
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"passlab: build failed: {first}", file=sys.stderr)
+        status = 1
+    built = time.perf_counter() - start
+    title = f"{args.model} ({args.variant}, {pipe.target})"
+    if pipe.user_passes:
+        title += " + " + ", ".join(e.name for e in pipe.user_passes)
+    start = time.perf_counter()
+    out = write_report(trace, args.output, title=title)
+    took = time.perf_counter() - start
+    size = out.stat().st_size
+    print(f"recorded {len(trace)} pass calls in {built:.2f} s; wrote the report in {took:.2f} s")
+    print(f"wrote {out} ({_size_text(size)})")
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,10 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("-o", "--output", default="passlab-demo", help="output folder")
     d.set_defaults(func=_cmd_demo)
 
+    r = sub.add_parser("report", help="build a built-in model while recording every pass, "
+                                      "and write one self-contained HTML report")
+    r.add_argument("model", help=f"a built-in model: {', '.join(models.NAMES)}")
+    r.add_argument("--insert", action="append", default=[], metavar="FN_SPEC",
+                   help=f"insert a user pass: {_INSERT_FORM} (repeatable)")
+    r.add_argument("--variant", default="fused", choices=("fused", "build"),
+                   help="fused (default): get_default_pipeline; build: no fusion")
+    r.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
+    r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
+    r.set_defaults(func=_cmd_report)
+
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (KeyError, ValueError, TypeError) as exc:
+    except (CliError, KeyError, ValueError, TypeError) as exc:
         print(f"passlab: error: {exc}", file=sys.stderr)
         return 2
 

@@ -9,7 +9,9 @@ import pytest
 
 import passlab
 
-MODULES = ["passlab", "passlab.pipeline", "passlab.trace", "passlab.build", "passlab.models"]
+MODULES = ["passlab", "passlab.pipeline", "passlab.trace", "passlab.build", "passlab.models",
+           "passlab.analysis.diff", "passlab.analysis.graph", "passlab.analysis.buffers",
+           "passlab.views.report"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -192,14 +192,14 @@ def test_dot_and_html_escape_hostile_names(monkeypatch):
     assert '"o\\"ut\\nnext" -> "output"' in dot
     # every quoted string in the DOT source is closed: strip them, no quote remains
     assert '"' not in re.sub(r'"(?:[^"\\]|\\.)*"', "", dot)
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: None)
     page = g.to_html()
     assert "<script>" not in page and "y&lt;/td&gt;&lt;script&gt;" in page
     assert "f&lt;script&gt;&quot;" in page
 
 
 def test_svg_without_dot_names_what_to_install(monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: None)
     g = fused_graph(snapshots("mlp")["FuseTIR"])
     with pytest.raises(RuntimeError, match="install Graphviz|Install Graphviz"):
         g.to_svg()

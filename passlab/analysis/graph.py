@@ -13,8 +13,6 @@ Examples
 from __future__ import annotations
 
 import html
-import shutil
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -182,20 +180,9 @@ class FusedGraph:
         return "\n".join(out) + "\n"
 
     def to_svg(self) -> str:
-        """Render with the Graphviz ``dot`` program (raises ``RuntimeError`` without it)."""
-        exe = shutil.which("dot")
-        if exe is None:
-            raise RuntimeError(
-                "FusedGraph.to_svg() needs the Graphviz 'dot' program on PATH, which was not "
-                "found. Install Graphviz (apt-get install graphviz, conda install -c "
-                "conda-forge graphviz or brew install graphviz; the 'graphviz' Python package "
-                "alone does not include it), or use to_dot(), to_text() or to_html()."
-            )
-        done = subprocess.run([exe, "-Tsvg"], input=self.to_dot(), capture_output=True,
-                              text=True, timeout=120, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"dot failed ({done.returncode}): {done.stderr.strip()}")
-        return done.stdout
+        """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
+        ``graphviz-pure`` (``RuntimeError`` naming what to install when neither exists)."""
+        return _render.dot_to_svg(self.to_dot())
 
     def to_text(self) -> str:
         """A readable listing: one line per node, its input tensors indented below."""
@@ -225,17 +212,18 @@ class FusedGraph:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        """SVG when ``dot`` is installed, else an HTML table; IR names are escaped."""
+        """SVG when a layout program is installed, else an HTML table; IR names are
+        escaped."""
         nodes, edges, notes = self._shown()
         head = (f"<p><b>fused graph of {_render.esc(self.function)}</b>: {len(self.nodes)} "
                 f"nodes, {len(self.edges)} edges</p>"
                 + "".join(f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes))
-        if shutil.which("dot"):
+        if _render.layout_program():
             try:
                 svg = self.to_svg()
                 svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
                 return f'<div class="passlab-graph">{head}{svg}</div>'
-            except (RuntimeError, OSError, subprocess.SubprocessError):
+            except (RuntimeError, OSError):
                 pass  # fall back to the table
         incoming: dict[str, list[str]] = {}
         for e in edges:

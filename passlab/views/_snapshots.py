@@ -1,0 +1,139 @@
+"""The key snapshots of a trace and their fused graph and buffer panels.
+
+The graph and buffer analyses are used only through ``passlab.fused_graph`` and
+``passlab.buffers``; any error they raise (or their absence) becomes a short panel, so a
+report is always written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _tvm
+from .._render import NO_LAYOUT as _NO_LAYOUT
+from .._render import esc, layout_program
+from ..trace import Step, Trace
+from ._embed import inline_svg
+
+__all__ = ["Snapshot", "key_snapshots", "no_relax_reason", "graph_panel", "buffers_panel",
+           "layout_program", "NO_LAYOUT_NOTE"]
+
+#: Shown above the table form of a graph when no layout program exists.
+NO_LAYOUT_NOTE = _NO_LAYOUT + "; the graph is shown as a table"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A module worth a graph and a buffer table: the one after ``step``."""
+
+    key: str
+    title: str
+    step: Step
+
+
+def _first_ok(trace: Trace, name: str) -> Step | None:
+    for s in trace:
+        if s.kind == "pass" and s.name == name and not s.failed:
+            return s
+    return None
+
+
+def key_snapshots(trace: Trace) -> list[Snapshot]:
+    """After fusion (FuseTIR, else the last legalize-stage pass), after CallTIRRewrite
+    and after StaticPlanBlockMemory, whichever exist; else the last recorded pass."""
+    main = [s for s in trace if s.kind == "pass" and not s.failed]
+    out: list[Snapshot] = []
+    fused = _first_ok(trace, "FuseTIR")
+    if fused is not None:
+        out.append(Snapshot("fusion", "after fusion (FuseTIR)", fused))
+    else:
+        legalize = [s for s in main if s.stage == "legalize"]
+        if legalize:
+            out.append(Snapshot("legalize", f"end of the legalize stage ({legalize[-1].label})",
+                                legalize[-1]))
+    for name, key, what in (("CallTIRRewrite", "calltir", "explicit allocations"),
+                            ("StaticPlanBlockMemory", "memplan", "memory planning")):
+        s = _first_ok(trace, name)
+        if s is not None:
+            out.append(Snapshot(key, f"after {what} ({name})", s))
+    if not out and main:
+        out.append(Snapshot("last", f"after the last recorded pass ({main[-1].label})",
+                            main[-1]))
+    return out
+
+
+def no_relax_reason(step: Step) -> str | None:
+    """Why the graph and buffers cannot be drawn for ``step``, in plain words, or None."""
+    mod = step.after
+    if mod is None:
+        return f"pass {step.label!r} failed, so there is no module after it"
+    fns = _tvm.functions(mod)
+    if not any(_tvm.is_relax_function(f) for f in fns.values()):
+        n = len(fns)
+        kinds = f"{n} TIR PrimFunc{'s' if n != 1 else ''} only" if n else "no function at all"
+        return (f"the module after {step.label!r} has no Relax function ({kinds}): the fused "
+                "graph and the buffer table need one")
+    return None
+
+
+def error_panel(what: str, exc: BaseException) -> str:
+    return (f'<div class="passlab-error">could not show {esc(what)}: '
+            f"{esc(type(exc).__name__)}: {esc(exc)}</div>")
+
+
+def graph_panel(step: Step, program: str | None) -> str:
+    """The fused graph after ``step``: SVG when a layout program exists, else its table."""
+    reason = no_relax_reason(step)
+    if reason is not None:
+        return f'<div class="pl-plain">{esc(reason)}.</div>'
+    try:
+        import passlab
+
+        graph = passlab.fused_graph(step, collapse=True)
+    except Exception as exc:  # the analysis may change or fail; the report must not
+        return error_panel("the fused graph", exc)
+    note = ""
+    if program is not None:
+        try:
+            svg = graph.to_svg()
+            summary = graph.to_text().split("\n", 1)[0]
+            return (f'<div class="pl-graph-head">{esc(summary)} '
+                    f'<button type="button" class="pl-zoom">actual size</button></div>'
+                    f'<div class="pl-svg">{inline_svg(svg)}</div>')
+        except (RuntimeError, OSError, ValueError) as exc:
+            note = f"graph layout failed ({exc}); the graph is shown as a table"
+    else:
+        note = NO_LAYOUT_NOTE
+    try:
+        table = graph.to_html()  # its table form when no `dot` is on PATH
+    except Exception as exc:
+        return error_panel("the fused graph", exc)
+    return f'<div class="pl-note">{esc(note)}</div>{table}'
+
+
+def buffers_panel(step: Step) -> tuple[str, str]:
+    """(headline "peak N, total M" or "", the buffer tables or why there are none)."""
+    reason = no_relax_reason(step)
+    if reason is not None:
+        return "", f'<div class="pl-plain">{esc(reason)}.</div>'
+    try:
+        import passlab
+
+        report = passlab.buffers(step)
+        body = report.to_html()
+    except Exception as exc:
+        return "", error_panel("the buffer table", exc)
+    try:
+        exact = "" if getattr(report, "peak_exact", True) else ">= "
+        head = f"peak {exact}{_size(report.peak_bytes)}, total {_size(report.total_bytes)}"
+    except Exception:  # a changed report API costs the headline only
+        head = ""
+    return head, body
+
+
+def _size(n: int) -> str:
+    for unit, k in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"

@@ -1,0 +1,305 @@
+"""A static HTML report of a whole trace: one self-contained file that works offline.
+
+The page holds the pass list (filters: changed only, stage, name search, inner steps;
+arrow keys or j/k move the selection), the diff of every changed main-chain pass, the
+fused graph and buffer table of the key snapshots, the pipeline with the user's passes
+marked, and, when the build failed, the failing pass and its error. Diffs and snapshots
+are JSON data blocks (large ones gzip-compressed) that the page unpacks only when shown,
+so a report of a big model opens at once. Every string from IR, files or users is
+HTML-escaped; CSS and JavaScript are inline, nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .._render import CSS as TABLE_CSS
+from .._render import esc
+from ..trace import Step, Trace
+from . import _embed, _snapshots
+
+__all__ = ["write_report", "render_report"]
+
+
+def write_report(trace: Trace, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the static report of ``trace`` to ``path`` and return the path.
+
+    Parameters
+    ----------
+    trace
+        A recorded trace (``build.trace``, or ``err.trace`` of a failed build).
+    path
+        The HTML file to write; its folder is created if needed.
+    title
+        Shown at the top and in the browser tab (default "passlab report").
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import passlab, tempfile, pathlib
+    >>> trace = passlab.build(passlab.models.mlp()).trace
+    >>> out = write_report(trace, pathlib.Path(tempfile.mkdtemp()) / "mlp.html")
+    >>> "FuseOps" in out.read_text()
+    True
+    """
+    out = Path(path)
+    text = render_report(trace, title=title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def render_report(trace: Trace, *, title: str | None = None) -> str:
+    """The report of ``trace`` as one HTML document (see :func:`write_report`)."""
+    title = title or "passlab report"
+    failing = trace.failure.step if trace.failure is not None else None
+    snaps = _snapshots.key_snapshots(trace)
+    snap_of = {s.step.index: s for s in snaps}
+    diff_blocks = _diff_blocks(trace)
+    panels = _snapshot_panels(snaps)
+    body = [
+        _header(trace, title),
+        _failure_panel(trace),
+        _warnings(trace),
+        _passes_section(trace, failing, set(diff_blocks), snap_of),
+        _snapshots_section(panels),
+        _pipeline_section(trace),
+        "".join(diff_blocks.values()),
+        "".join(block for _, _, block in panels),
+        f"<script>{_embed.asset('report.js')}</script>",
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{TABLE_CSS}{_embed.asset('report.css')}</style>"
+        f'</head><body class="pl-report">{"".join(body)}</body></html>\n'
+    )
+
+
+# ----------------------------------------------------------------------------- header
+def _versions() -> str:
+    parts = []
+    for dist in ("passlab", "apache-tvm"):
+        try:
+            parts.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(parts)
+
+
+def _header(trace: Trace, title: str) -> str:
+    main = [s for s in trace if s.kind == "pass"]
+    changed = sum(1 for s in main if s.changed)
+    if len(trace):
+        summary = trace.summary().split("\n", 1)[0] + (
+            f"; {changed} of {len(main)} main-chain passes changed the module")
+    else:
+        summary = "Empty trace: no pass was recorded."
+    written = time.strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f'<header class="pl-header"><h1>{esc(title)}</h1>'
+        f'<div class="pl-summary-line">{esc(summary)}</div>'
+        f'<div class="pl-meta">written {esc(written)} with {esc(_versions())}</div>'
+        '<nav class="pl-nav"><a href="#pl-passes">Passes</a> <a href="#pl-snapshots">'
+        'Graph and buffers</a> <a href="#pl-pipeline">Pipeline</a>'
+        + (' <a href="#pl-failure" class="pl-nav-fail">Failure</a>'
+           if trace.failure is not None else "")
+        + "</nav></header>"
+    )
+
+
+def _failure_panel(trace: Trace) -> str:
+    f = trace.failure
+    if f is None:
+        return ""
+    where = (f"in pass {f.step.label} (step #{f.step.index}, stage {f.step.stage})"
+             if f.step is not None else f"in {f.where}, after every pass finished")
+    button = (f' <button type="button" class="pl-goto" data-step="{f.step.index}">'
+              "show the failing pass</button>" if f.step is not None else "")
+    notes = [f.note] if f.note else []
+    if f.enclosing:
+        notes.append("inside " + " > ".join(f.enclosing))
+    notes.append("The passes before it are listed below as recorded; their diffs, graphs "
+                 "and buffers are kept.")
+    return (
+        f'<section id="pl-failure" class="pl-failure" role="alert"><h2>Build failed '
+        f"{esc(where)}{button}</h2>"
+        f'<pre class="pl-fail-msg">{esc(f.error_type)}: {esc(f.message)}</pre>'
+        + "".join(f'<div class="pl-note">{esc(n)}</div>' for n in notes) + "</section>"
+    )
+
+
+def _warnings(trace: Trace) -> str:
+    if not trace.warnings:
+        return ""
+    items = "".join(f"<li>{esc(w)}</li>" for w in trace.warnings)
+    return f'<section class="pl-warnings"><b>Warnings</b><ul>{items}</ul></section>'
+
+
+# ------------------------------------------------------------------------- pass list
+_COLUMNS = ("#", "pass", "stage", "ms", "changed", "functions", "Relax bindings")
+
+
+def _is_main(step: Step, failing: Step | None) -> bool:
+    return step.kind == "pass" or step is failing
+
+
+def _bindings(step: Step) -> str:
+    try:
+        row = step.row()
+        a, b = row["bindings_before"], row["bindings_after"]
+    except Exception:  # an older or newer Step without these columns
+        return ""
+    if step.after is None:
+        return str(a)
+    return str(a) if a == b else f"{a} \u2192 {b}"
+
+
+def _row(step: Step, failing: Step | None, has_diff: bool, snap: Any) -> str:
+    ch = step.functions_changed
+    main = _is_main(step, failing)
+    classes = ["pl-row"]
+    if step.failed:
+        classes.append("failing" if step is failing else "failed")
+    elif not ch:
+        classes.append("same")
+    if step.origin == "user":
+        classes.append("user")
+    if not main:
+        classes.append("inner")
+    ms = "failed" if step.seconds is None else f"{step.seconds * 1e3:.2f}"
+    changed = "failed" if step.failed else ("yes" if ch else "no change")
+    attrs = {
+        "data-i": step.index, "data-stage": step.stage, "data-kind": step.kind,
+        "data-origin": step.origin, "data-name": step.label, "data-main": int(main),
+        "data-changed": int(bool(ch)), "data-failed": int(step.failed),
+        "data-diff": int(has_diff),
+    }
+    if snap is not None:
+        attrs["data-snap"] = snap.key
+    attr_text = "".join(f' {k}="{esc(v)}"' for k, v in attrs.items())
+    # The name cell's --d indents it by nesting depth when inner steps are shown.
+    name_attr = f' class="pl-name" style="--d:{step.depth}"'
+    cells = ((step.index, ' class="num"'), (step.label, name_attr),
+             (step.stage, ""), (ms, ' class="num"'), (changed, ""), (ch.summary(), ""),
+             (_bindings(step), ' class="num"'))
+    tds = "".join(f"<td{attr}>{esc(value)}</td>" for value, attr in cells)
+    return f'<tr id="step-{step.index}" class="{" ".join(classes)}"{attr_text}>{tds}</tr>'
+
+
+def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
+                    snap_of: dict[int, Any]) -> str:
+    head = "<h2>Passes</h2>"
+    if not len(trace):
+        return (f'<section id="pl-passes">{head}<div class="pl-plain pl-empty">This trace '
+                "is empty: no pass was recorded, so there is nothing to list, diff or draw."
+                "</div></section>")
+    stages = list(dict.fromkeys(s.stage for s in trace))
+    options = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in stages)
+    n_main = sum(1 for s in trace if _is_main(s, failing))
+    toolbar = (
+        '<div class="pl-toolbar">'
+        '<input type="search" id="pl-search" placeholder="search passes ( / )" '
+        'aria-label="search passes by name">'
+        f'<select id="pl-stage" aria-label="stage"><option value="">all stages</option>'
+        f"{options}</select>"
+        '<label><input type="checkbox" id="pl-changed"> changed only</label>'
+        '<label><input type="checkbox" id="pl-inner"> show inner steps</label>'
+        f'<span id="pl-count" class="pl-note">{n_main} of {len(trace)} steps shown</span>'
+        '<span class="pl-note pl-keys">\u2191/\u2193 or j/k: previous/next pass</span>'
+        "</div>"
+    )
+    rows = "".join(_row(s, failing, s.index in with_diff, snap_of.get(s.index)) for s in trace)
+    ths = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
+    table = (f'<div class="pl-list" id="pl-list" tabindex="0" aria-label="pass list">'
+             f'<table class="passlab-table pl-passes"><thead><tr>{ths}</tr></thead>'
+             f"<tbody>{rows}</tbody></table>"
+             '<div class="pl-plain pl-none" hidden>No pass matches these filters.</div></div>')
+    detail = ('<div id="pl-detail" class="pl-detail" aria-live="polite"><div class="pl-plain">'
+              "Select a pass to see what it changed.</div></div>")
+    legend = ('<div class="pl-note pl-legend">grey: no change; green: your passes; red: the '
+              "failing pass. Diffs are kept for the changed main-chain passes; inner steps "
+              "(passes run inside other passes) are listed only.</div>")
+    return f'<section id="pl-passes">{head}{toolbar}{legend}{table}{detail}</section>'
+
+
+def _diff_blocks(trace: Trace) -> dict[int, str]:
+    """Data blocks with the HTML diff of every changed main-chain pass, by step index."""
+    steps = [s for s in trace if s.kind == "pass" and not s.failed and s.changed]
+    if not steps:
+        return {}
+    out: dict[int, str] = {}
+    try:
+        import passlab
+
+        diff = passlab.diff
+    except Exception as exc:  # the analysis layer is missing or broken: say so per pass
+        panel = _snapshots.error_panel("the diff", exc)
+        return {s.index: _embed.data_block(f"pl-diff-{s.index}", panel) for s in steps}
+    for s in steps:
+        try:
+            markup = diff(s).to_html()
+        except Exception as exc:
+            markup = _snapshots.error_panel(f"the diff of {s.label}", exc)
+        out[s.index] = _embed.data_block(f"pl-diff-{s.index}", markup)
+    return out
+
+
+# ------------------------------------------------------------------------- snapshots
+def _snapshot_panels(snaps: Sequence[_snapshots.Snapshot]
+                     ) -> list[tuple[_snapshots.Snapshot, str, str]]:
+    """(snapshot, buffer headline, data block with its graph and buffers) for each."""
+    program = _snapshots.layout_program()
+    out = []
+    for s in snaps:
+        graph = _snapshots.graph_panel(s.step, program)
+        headline, bufs = _snapshots.buffers_panel(s.step)
+        markup = f"<h3>Fused graph</h3>{graph}<h3>Buffers</h3>{bufs}"
+        out.append((s, headline, _embed.data_block(f"pl-snap-{s.key}", markup)))
+    return out
+
+
+def _snapshots_section(panels: Sequence[tuple[_snapshots.Snapshot, str, str]]) -> str:
+    head = "<h2>Fused graph and buffers</h2>"
+    if not panels:
+        return (f'<section id="pl-snapshots">{head}<div class="pl-plain">No snapshot: no '
+                "main-chain pass finished, so there is no module to draw.</div></section>")
+    items = []
+    for s, headline, _ in panels:
+        extra = f' <span class="pl-note">{esc(headline)}</span>' if headline else ""
+        items.append(
+            f'<details class="pl-snap" id="snap-{esc(s.key)}" data-block="pl-snap-{esc(s.key)}">'
+            f"<summary>{esc(s.title)}, step #{s.step.index}{extra}</summary>"
+            '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div></details>'
+        )
+    intro = ('<div class="pl-note">The module after each pass below, as the graph of '
+             "kernels and the tensors between them, and every intermediate tensor with its "
+             "live range. Open one to draw it.</div>")
+    return f'<section id="pl-snapshots">{head}{intro}{"".join(items)}</section>'
+
+
+# -------------------------------------------------------------------------- pipeline
+def _pipeline_section(trace: Trace) -> str:
+    head = "<h2>Pipeline</h2>"
+    pipe = trace.pipeline
+    if pipe is None:
+        return (f'<section id="pl-pipeline">{head}<div class="pl-plain">No pipeline was '
+                "recorded with this trace (it did not come from passlab.build).</div></section>")
+    try:
+        users = len(pipe.user_passes)
+        note = (f"{users} user pass{'es' if users != 1 else ''} (highlighted, marked "
+                "\u201c+ user\u201d)" if users else "TVM's default pipeline, unedited")
+        table = pipe.to_html()
+    except Exception as exc:
+        panel = _snapshots.error_panel("the pipeline", exc)
+        return f'<section id="pl-pipeline">{head}{panel}</section>'
+    return (f'<section id="pl-pipeline">{head}<div class="pl-note">{esc(note)}</div>'
+            f"{table}</section>")

@@ -1,0 +1,237 @@
+// passlab static report: filters, selection, keyboard and lazy panels.
+// Strings from the trace are only ever set with textContent; the only markup inserted
+// is the precomputed (escaped on the Python side) HTML of the data blocks.
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const rows = Array.from(document.querySelectorAll("#pl-list tr.pl-row"));
+  const detail = $("#pl-detail");
+  const cache = new Map();
+  let current = null;
+  let token = 0;
+
+  // ------------------------------------------------------------------ data blocks
+  async function block(id) {
+    if (cache.has(id)) return cache.get(id);
+    const el = document.getElementById(id);
+    if (!el) return null;
+    let text = JSON.parse(el.textContent);
+    if (el.dataset.encoding === "gzip+base64") {
+      if (typeof DecompressionStream === "undefined") {
+        throw new Error("this browser cannot unpack compressed panels " +
+          "(DecompressionStream is missing: use a current Chrome, Firefox or Safari)");
+      }
+      const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      text = await new Response(stream).text();
+    }
+    cache.set(id, text);
+    return text;
+  }
+
+  function plain(text, cls) {
+    const d = document.createElement("div");
+    d.className = cls || "pl-plain";
+    d.textContent = text;
+    return d;
+  }
+
+  // ---------------------------------------------------------------------- filters
+  const search = $("#pl-search"), stage = $("#pl-stage");
+  const onlyChanged = $("#pl-changed"), inner = $("#pl-inner");
+  const count = $("#pl-count"), none = $("#pl-list .pl-none");
+
+  function visible() { return rows.filter((r) => !r.hidden); }
+
+  function applyFilters() {
+    const q = search ? search.value.trim().toLowerCase() : "";
+    const st = stage ? stage.value : "";
+    const showInner = inner && inner.checked;
+    document.body.classList.toggle("pl-show-inner", !!showInner);
+    for (const r of rows) {
+      const d = r.dataset;
+      r.hidden = !((showInner || d.main === "1") &&
+        (!onlyChanged || !onlyChanged.checked || d.changed === "1" || d.failed === "1") &&
+        (!st || d.stage === st) &&
+        (!q || d.name.toLowerCase().includes(q)));
+    }
+    const n = visible().length;
+    if (count) count.textContent = n + " of " + rows.length + " steps shown";
+    if (none) none.hidden = n > 0;
+  }
+  for (const el of [search, stage, onlyChanged, inner]) {
+    if (el) el.addEventListener(el === search ? "input" : "change", applyFilters);
+  }
+
+  // -------------------------------------------------------------------- selection
+  function header(row) {
+    const d = row.dataset, cells = row.cells;
+    const h = document.createElement("div");
+    h.className = "pl-detail-head";
+    const name = document.createElement("b");
+    name.textContent = d.name;
+    h.appendChild(name);
+    const bits = ["step #" + d.i, "stage " + d.stage, d.kind === "pass" ? "main chain" : d.kind,
+      d.origin === "user" ? "your pass" : "TVM pass",
+      d.failed === "1" ? "failed" : cells[3].textContent + " ms"];
+    if (cells[5].textContent) bits.push("functions " + cells[5].textContent);
+    if (cells[6].textContent) bits.push("Relax bindings " + cells[6].textContent);
+    h.appendChild(document.createTextNode(" \u2014 " + bits.join(", ")));
+    if (d.snap) {
+      const a = document.createElement("a");
+      a.href = "#snap-" + d.snap;
+      a.className = "pl-snap-link";
+      a.textContent = "fused graph and buffers after this pass";
+      h.appendChild(document.createTextNode(" "));
+      h.appendChild(a);
+    }
+    return h;
+  }
+
+  async function show(row) {
+    const mine = ++token;
+    const d = row.dataset;
+    detail.replaceChildren(header(row));
+    if (d.failed === "1") {
+      const fail = $("#pl-failure .pl-fail-msg");
+      if (row.classList.contains("failing") && fail) {
+        detail.appendChild(plain("This pass failed with:"));
+        detail.appendChild(fail.cloneNode(true));
+      } else {
+        detail.appendChild(plain("This pass did not finish: a pass inside it failed."));
+      }
+      return;
+    }
+    if (d.diff !== "1") {
+      let why = "No change: the module after this pass is the module it received.";
+      if (d.changed === "1") {
+        why = d.kind === "pass" ? "Changed, but no diff was kept." :
+          "Changed, but this is " + (d.kind === "inner" ? "an inner step (a pass run " +
+          "inside another pass, on a partial or temporary module)" : "a wrapper of other " +
+          "passes") + ": the report keeps diffs of main-chain passes only. In Python: " +
+          "passlab.diff(trace[" + d.i + "]).";
+      }
+      detail.appendChild(plain(why));
+      return;
+    }
+    const slot = plain("loading the diff\u2026");
+    detail.appendChild(slot);
+    try {
+      const html = await block("pl-diff-" + d.i);
+      if (mine !== token) return;
+      const box = document.createElement("div");
+      box.className = "pl-diff-box";
+      box.innerHTML = html;
+      slot.replaceWith(box);
+    } catch (err) {
+      if (mine === token) slot.replaceWith(plain("could not show the diff: " + err.message,
+        "passlab-error"));
+    }
+  }
+
+  function select(row, opts) {
+    if (!row) return;
+    if (current) { current.classList.remove("selected"); current.removeAttribute("aria-selected"); }
+    current = row;
+    row.classList.add("selected");
+    row.setAttribute("aria-selected", "true");
+    if (!opts || opts.scroll !== false) row.scrollIntoView({ block: "nearest" });
+    if (history.replaceState) history.replaceState(null, "", "#step-" + row.dataset.i);
+    show(row);
+  }
+
+  function move(delta) {
+    const vis = visible();
+    if (!vis.length) return;
+    let i = vis.indexOf(current);
+    i = i < 0 ? (delta > 0 ? 0 : vis.length - 1) : Math.min(vis.length - 1, Math.max(0, i + delta));
+    select(vis[i]);
+  }
+
+  for (const r of rows) r.addEventListener("click", () => select(r, { scroll: false }));
+
+  document.addEventListener("keydown", (ev) => {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const t = ev.target;
+    const typing = t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA");
+    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      if (t && t.tagName === "SELECT") return;
+      ev.preventDefault();
+      move(ev.key === "ArrowDown" ? 1 : -1);
+    } else if (!typing && (ev.key === "j" || ev.key === "k")) {
+      move(ev.key === "j" ? 1 : -1);
+    } else if (!typing && ev.key === "/" && search) {
+      ev.preventDefault();
+      search.focus();
+    } else if (t === search && ev.key === "Escape") {
+      search.value = "";
+      applyFilters();
+    }
+  });
+
+  document.addEventListener("click", (ev) => {
+    const go = ev.target.closest && ev.target.closest(".pl-goto");
+    if (go) {
+      const row = document.getElementById("step-" + go.dataset.step);
+      if (row) {
+        if (row.hidden && inner) { inner.checked = true; applyFilters(); }
+        select(row);
+        $("#pl-passes").scrollIntoView();
+      }
+    }
+    const zoom = ev.target.closest && ev.target.closest(".pl-zoom");
+    if (zoom) {
+      const box = zoom.closest(".pl-snap, .pl-graph-box") || zoom.parentElement.parentElement;
+      const svg = box.querySelector(".pl-svg");
+      if (svg) {
+        const actual = svg.classList.toggle("actual");
+        zoom.textContent = actual ? "fit width" : "actual size";
+      }
+    }
+  });
+
+  // -------------------------------------------------------------------- snapshots
+  async function openSnapshot(det) {
+    if (det.dataset.loaded) return;
+    det.dataset.loaded = "1";
+    const slot = det.querySelector(".pl-slot");
+    try {
+      const html = await block(det.dataset.block);
+      slot.innerHTML = html === null ? "" : html;
+      if (html === null) slot.appendChild(plain("nothing recorded for this snapshot"));
+    } catch (err) {
+      slot.replaceChildren(plain("could not show this snapshot: " + err.message, "passlab-error"));
+    }
+  }
+  for (const det of document.querySelectorAll("details.pl-snap")) {
+    det.addEventListener("toggle", () => { if (det.open) openSnapshot(det); });
+  }
+
+  // ------------------------------------------------------------------------ start
+  function fromHash() {
+    const h = location.hash.slice(1);
+    if (h.startsWith("snap-")) {
+      const det = document.getElementById(h);
+      if (det && det.tagName === "DETAILS") { det.open = true; openSnapshot(det); }
+      return true;
+    }
+    if (h.startsWith("step-")) {
+      const row = document.getElementById(h);
+      if (row) {
+        if (row.hidden && inner) { inner.checked = true; applyFilters(); }
+        select(row);
+        return true;
+      }
+    }
+    return false;
+  }
+  window.addEventListener("hashchange", fromHash);
+
+  applyFilters();
+  if (!fromHash() && rows.length) {
+    const first = rows.find((r) => r.classList.contains("failing")) ||
+      rows.find((r) => !r.hidden && r.dataset.diff === "1") || visible()[0];
+    select(first, { scroll: false });
+    if (history.replaceState) history.replaceState(null, "", location.pathname + location.search);
+  }
+})();

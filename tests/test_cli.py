@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from passlab import cli
+
+
+def test_help_runs_as_a_command():
+    out = subprocess.run([sys.executable, "-m", "passlab.cli", "--help"], capture_output=True,
+                         text=True, check=True)
+    assert "usage: passlab" in out.stdout
+    for cmd in ("passes", "demo", "report"):
+        assert cmd in out.stdout
+
+
+def test_passes_prints_the_pipeline_and_which_variant_relax_build_uses(capsys):
+    assert cli.main(["passes", "--variant", "build"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Pipeline for llvm (variant 'build'), 15 passes"
+    assert "RewriteCUDAGraph" in out and "FuseOps" not in out
+    assert out.rstrip().endswith("relax.build/tvm.compile with no pipeline runs the 'build' "
+                                 "variant for llvm.")
+
+
+def test_passes_bad_target_is_one_clear_line(capsys):
+    assert cli.main(["passes", "--target", "llvx"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passlab: error: unknown target 'llvx'; did you mean 'llvm'?")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_demo_writes_report_and_trace(tmp_path, capsys):
+    assert cli.main(["demo", "--model", "mlp", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "user pass 'after_fusion_report' ran after FuseTIR and saw 4 TIR kernels: " \
+           "fused_matmul1_add1, fused_matmul_add_relu, transpose, transpose1" in out
+    assert "outputs vs the unmodified pipeline: max abs diff 0" in out
+    assert {p.name for p in tmp_path.iterdir()} == {"report.html", "trace.txt", "trace.csv"}
+    assert "after_fusion_report" in (tmp_path / "trace.txt").read_text()

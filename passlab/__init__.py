@@ -28,7 +28,7 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
-    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers",
+    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "Explorer",
 ]
 
 # Analyses live one layer up; import them on first use so `import passlab` stays cheap.
@@ -36,6 +36,7 @@ _LAZY = {
     "diff": ("passlab.analysis.diff", "diff"),
     "fused_graph": ("passlab.analysis.graph", "fused_graph"),
     "buffers": ("passlab.analysis.buffers", "buffers"),
+    "Explorer": ("passlab.views.explorer", "Explorer"),
 }
 
 

@@ -1,0 +1,239 @@
+"""Explorer: a Jupyter widget to walk through a recorded build, pass by pass.
+
+Python owns the state (synced traitlets); ``static/explorer.js`` only renders it and sends
+the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
+only that step's open pane (:mod:`passlab.views.explorer_panes`).
+
+Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+from ..trace import Step, Trace
+from . import explorer_panes as panes
+
+__all__ = ["Explorer"]
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+_NEEDS = ("passlab.Explorer needs ipywidgets and anywidget (the 'notebook' extra): "
+          "pip install 'passlab[notebook]'")
+
+try:
+    import anywidget
+    import traitlets as t
+except ImportError as _missing:  # a stand-in that says what to install, raised on use
+    _error = _missing
+
+    class Explorer:  # type: ignore[no-redef]
+        """Stand-in: ipywidgets/anywidget are not installed."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(_NEEDS) from _error
+
+else:
+
+    class Explorer(anywidget.AnyWidget):  # type: ignore[no-redef]
+        """Explore a recorded trace: pass list, diff, fused graph, buffers, compare,
+        pipeline.
+
+        Parameters
+        ----------
+        trace : Trace, Build or BuildError
+            What to explore (a build's or a failed build's ``.trace`` is taken).
+        tab : str
+            The pane to open: "diff", "graph", "buffers", "compare" or "pipeline".
+        selected : int, optional
+            The step (its ``Step.index``) to open on; default the failing pass, the
+            first user pass or the first pass that changed the module.
+        **kwargs
+            Initial values of other traits: ``compare_a``, ``compare_b``,
+            ``changed_only``, ``stage``, ``search``, ``show_inner``, ``diff_mode``.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> from passlab.views.explorer import Explorer
+        >>> ex = Explorer(passlab.build(passlab.models.mlp()))
+        >>> ex.selected = ex.trace.find("FuseOps").index
+        >>> "FuseOps" in ex.diff_html
+        True
+        """
+
+        _esm = _STATIC / "explorer.js"
+        _css = _STATIC / "explorer.css"
+
+        # -- the data (sent once)
+        steps = t.List(help="one row per step: i, label, stage, kind, origin, depth, "
+                            "changed, summary, failed, ms").tag(sync=True)
+        stages = t.List(t.Unicode(), help="stage names, in pipeline order").tag(sync=True)
+        summary = t.Unicode(help="one-line summary of the trace").tag(sync=True)
+        failure = t.Unicode(help="why the build failed, or empty").tag(sync=True)
+        # -- the list and its filters
+        visible = t.List(t.Int(), help="indices of the steps the list shows").tag(sync=True)
+        changed_only = t.Bool(False, help="list only passes that changed the module").tag(sync=True)
+        stage = t.Unicode("", help="list only this stage ('' for all)").tag(sync=True)
+        search = t.Unicode("", help="list only passes whose name contains this").tag(sync=True)
+        show_inner = t.Bool(False, help="also list wrappers and passes run inside "
+                                        "other passes").tag(sync=True)
+        selected = t.Int(-1, help="Step.index of the selected pass (-1: none)").tag(sync=True)
+        # -- the panes
+        tab = t.Enum(panes.TABS, "diff", help="the open pane").tag(sync=True)
+        diff_mode = t.Enum(panes.DIFF_MODES, "unified",  # the pane is narrower than a page
+                           help="diff layout").tag(sync=True)
+        diff_html = t.Unicode(help="diff of the selected pass").tag(sync=True)
+        graph_html = t.Unicode(help="fused graph after the selected pass").tag(sync=True)
+        buffers_html = t.Unicode(help="buffers after the selected pass").tag(sync=True)
+        compare_a = t.Int(-1, help="compare: from this step's input").tag(sync=True)
+        compare_b = t.Int(-1, help="compare: to this step's output").tag(sync=True)
+        compare_html = t.Unicode(help="diff from compare_a to compare_b").tag(sync=True)
+        pipeline_html = t.Unicode(help="the pipeline and where user passes ran").tag(sync=True)
+        node = t.Unicode("", help="id of the graph node clicked in the front end").tag(sync=True)
+        kernel_title = t.Unicode(help="what kernel_text shows").tag(sync=True)
+        kernel_text = t.Unicode(help="TVMScript of the clicked node's kernel").tag(sync=True)
+        rendered = t.Int(0, help="bumped after every render (the front end's busy flag)"
+                         ).tag(sync=True)
+
+        def __init__(self, trace: Any, *, tab: str = "diff", selected: int | None = None,
+                     **kwargs: Any) -> None:
+            trace = getattr(trace, "trace", trace)  # a Build or a BuildError
+            if not isinstance(trace, Trace):
+                raise TypeError("Explorer() takes a passlab.Trace, Build or BuildError, not "
+                                f"{type(trace).__name__}")
+            self._trace = trace
+            self._panes = panes.PaneRenderer(trace)
+            self._ready = False  # observers wait until every trait is set
+            main = [s for s in trace if s.kind == "pass"] or list(trace)
+            relax = [s for s in main if s.stage != "tir"] or main
+            first = selected if selected is not None else panes.default_selection(trace)
+            state = dict(compare_a=main[0].index if main else -1,
+                         compare_b=relax[-1].index if relax else -1)
+            state.update(kwargs)  # e.g. compare_a=..., changed_only=True
+            super().__init__(
+                steps=panes.rows(trace),
+                stages=list(dict.fromkeys(s.stage for s in trace)),
+                summary=trace.summary().split("\n")[0],
+                failure=trace.failure.to_text() if trace.failure is not None else "",
+                tab=tab, **state)
+            self.visible = self._visible()
+            self._ready = True
+            self.selected = first
+            if first == -1:  # no change event: render the "empty" pane by hand
+                self._render()
+
+        @property
+        def trace(self) -> Trace:
+            return self._trace
+
+        @property
+        def step(self) -> Step | None:
+            """The selected :class:`~passlab.Step`, or None."""
+            return self._panes.step(self.selected)
+
+        # ---------------------------------------------------------- validation
+        @t.validate("selected", "compare_a", "compare_b")
+        def _check_step(self, proposal: Any) -> int:
+            value = proposal["value"]
+            if value != -1 and value not in self._panes.by_index:
+                last = max(self._panes.by_index, default=-1)
+                raise t.TraitError(f"{proposal['trait'].name}: no step #{value} in this trace "
+                                   f"(steps are #0..#{last}, or -1 for none)")
+            return value
+
+        @t.validate("stage")
+        def _check_stage(self, proposal: Any) -> str:
+            value = proposal["value"]
+            if value and value not in self.stages:
+                raise t.TraitError(f"stage {value!r} is not in this trace; stages are "
+                                   f"{', '.join(self.stages) or 'none'} ('' for all)")
+            return value
+
+        # ----------------------------------------------------------- observers
+        def _visible(self) -> list[int]:
+            return panes.visible(self._trace, changed_only=self.changed_only, stage=self.stage,
+                                 search=self.search, show_inner=self.show_inner)
+
+        @t.observe("changed_only", "stage", "search", "show_inner")
+        def _on_filter(self, _change: Any) -> None:
+            if self._ready:
+                self.visible = self._visible()
+
+        @t.observe("selected")
+        def _on_select(self, _change: Any) -> None:
+            if not self._ready:
+                return
+            with self.hold_sync():
+                for name in ("diff_html", "graph_html", "buffers_html"):
+                    if getattr(self, name):
+                        setattr(self, name, "")  # stale: re-rendered when its tab opens
+                self.node = ""
+                self.kernel_title = self.kernel_text = ""
+                self._render()
+
+        @t.observe("tab", "diff_mode", "compare_a", "compare_b")
+        def _on_view(self, change: Any) -> None:
+            if not self._ready:
+                return
+            if change["name"] == "diff_mode":
+                self.diff_html = self.compare_html = ""
+            self._render()
+
+        @t.observe("node")
+        def _on_node(self, change: Any) -> None:
+            if not self._ready or not change["new"] or self.selected == -1:
+                return
+            try:
+                title, text = self._panes.kernel(self.selected, change["new"])
+            except Exception as exc:  # noqa: BLE001 - the widget shows it and lives on
+                title, text = f"could not look up {change['new']!r}", f"{type(exc).__name__}: {exc}"
+            with self.hold_sync():
+                self.kernel_title, self.kernel_text = title, text
+
+        def _render(self) -> None:
+            """Fill the open pane for the current selection (a cached pane is free)."""
+            tab = self.tab
+            try:
+                out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
+                                       a=self.compare_a, b=self.compare_b)
+                setattr(self, f"{tab}_html", out)
+            finally:
+                self.rendered += 1
+
+        def render_all(self) -> None:
+            """Render every pane for the selected step now (e.g. before saving the
+            notebook with widget state, so that a static page has them all)."""
+            with self.hold_sync():
+                for tab in panes.TABS:
+                    setattr(self, f"{tab}_html", self._panes.pane(
+                        tab, self.selected, mode=self.diff_mode, a=self.compare_a,
+                        b=self.compare_b))
+                self.rendered += 1
+
+        # ------------------------------------------------------------- display
+        def to_text(self) -> str:
+            """The trace table and the selected step, for terminals."""
+            out = self._trace.to_text()
+            step = self.step
+            if step is not None:
+                out += "\n\nselected: " + step.to_text()
+            return out
+
+        def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+            # the widget view where a front end can show it, the trace table otherwise
+            # (the default text/plain is a bare object repr)
+            bundle = super()._repr_mimebundle_(**kwargs)
+            if bundle is None:
+                return {"text/plain": self.to_text()}
+            data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
+            try:
+                data["text/plain"] = self.to_text()
+            except Exception as exc:  # noqa: BLE001 - display hooks never raise
+                data["text/plain"] = f"{self!r} (could not render the trace: {exc!r})"
+            return data, meta
+
+        def __repr__(self) -> str:
+            step = self.step
+            sel = f", selected #{step.index} {step.label}" if step is not None else ""
+            return f"<Explorer: {len(self._trace)} steps{sel}, pane {self.tab!r}>"

@@ -1,0 +1,256 @@
+"""What the Explorer shows, as plain functions of a trace: the pass list rows, the
+filters, and one HTML pane at a time. No Jupyter here, so it is cheap to test.
+
+Every pane is rendered on demand for one step; an analysis that raises becomes a short
+error panel, never an exception in the widget.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _render, _tvm
+from ..trace import Step, Trace
+
+__all__ = ["TABS", "DIFF_MODES", "rows", "visible", "default_selection", "PaneRenderer"]
+
+#: The panes, in the order of the tabs.
+TABS = ("diff", "graph", "buffers", "compare", "pipeline")
+DIFF_MODES = ("unified", "side-by-side")
+#: Graph node kinds that stand for data, not a kernel.
+_DATA_KINDS = frozenset({"input", "weight", "constant", "output"})
+
+
+def _note(text: str, cls: str = "plx-note") -> str:
+    return f'<div class="{cls}">{html.escape(text)}</div>'
+
+
+def _failed_note(step: Step) -> str:
+    return _note(f"Pass {step.label!r} failed, so it has no output module; the graph and "
+                 "buffers panes show the module it received (step.before).", "plx-warn")
+
+
+# ------------------------------------------------------------------------- the list
+def rows(trace: Trace) -> list[dict[str, Any]]:
+    """One JSON-able row per step for the pass list (every step; filters pick some)."""
+    out = []
+    for s in trace:
+        ch = s.functions_changed
+        out.append(dict(
+            i=s.index, label=s.label, stage=s.stage, kind=s.kind, origin=s.origin,
+            depth=s.depth, changed=bool(ch), summary=ch.summary(), failed=s.failed,
+            ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
+        ))
+    return out
+
+
+def _main(s: Step) -> bool:
+    return s.kind == "pass" or s.failed
+
+
+def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
+            show_inner: bool = False) -> list[int]:
+    """Indices of the steps the list shows: the main chain (every step with
+    ``show_inner``), optionally only changed ones, of one stage, whose label contains
+    ``search`` (case-insensitive)."""
+    steps: Sequence[Step] = list(trace)
+    if not show_inner and any(_main(s) for s in steps):
+        steps = [s for s in steps if _main(s)]
+    if changed_only:
+        steps = [s for s in steps if s.changed or s.failed]
+    if stage:
+        steps = [s for s in steps if s.stage == stage]
+    needle = search.strip().lower()
+    if needle:
+        steps = [s for s in steps if needle in s.label.lower()]
+    return [s.index for s in steps]
+
+
+def default_selection(trace: Trace) -> int:
+    """The step to open on: the failing pass, else the first user pass, else the first
+    main-chain pass that changed something, else the first step (-1 when empty)."""
+    f = trace.failure
+    if f is not None and f.step is not None:
+        return f.step.index
+    for pick in (lambda s: s.origin == "user", lambda s: s.kind == "pass" and s.changed,
+                 lambda s: True):
+        for s in trace:
+            if pick(s):
+                return s.index
+    return -1
+
+
+# ------------------------------------------------------------------------ the panes
+class PaneRenderer:
+    """Renders panes for one trace and caches the last few (an HTML diff of a large
+    module is big, so the cache is small)."""
+
+    def __init__(self, trace: Trace, cache_size: int = 24):
+        self.trace = trace
+        self.by_index = {s.index: s for s in trace}
+        self._cache: OrderedDict[tuple, str] = OrderedDict()
+        self._graphs: OrderedDict[int, Any] = OrderedDict()
+        self._size = cache_size
+
+    def _cached(self, key: tuple, make: Callable[[], str], what: str) -> str:
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        try:
+            out = make()
+        except Exception as exc:  # noqa: BLE001 - a pane shows the error, the widget lives on
+            out = _render.error_panel(exc, what)
+        self._cache[key] = out
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return out
+
+    def step(self, index: int) -> Step | None:
+        return self.by_index.get(index)
+
+    def _empty(self) -> str | None:
+        if not len(self.trace):
+            return _note("This trace is empty: no pass was recorded.")
+        return None
+
+    def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
+             b: int = -1) -> str:
+        """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare)."""
+        empty = self._empty()
+        if empty is not None:
+            return empty
+        if tab == "pipeline":
+            return self._cached(("pipeline",), self._pipeline, "the pipeline")
+        if tab == "compare":
+            return self._cached(("compare", a, b, mode), lambda: self._compare(a, b, mode),
+                                "the comparison")
+        step = self.step(index)
+        if step is None:
+            return _note("Select a pass in the list to see what it did.")
+        if tab == "diff":
+            return self._cached(("diff", index, mode), lambda: self._diff(step, mode),
+                                f"the diff of {step.label}")
+        if tab == "graph":
+            return self._cached(("graph", index), lambda: self._graph(step),
+                                f"the fused graph after {step.label}")
+        if tab == "buffers":
+            return self._cached(("buffers", index), lambda: self._buffers(step),
+                                f"the buffers after {step.label}")
+        raise ValueError(f"unknown pane {tab!r}; panes are {', '.join(TABS)}")
+
+    def _diff(self, step: Step, mode: str) -> str:
+        if step.failed:
+            f = self.trace.failure
+            text = f.to_text() if f is not None and f.step is step else "this pass failed"
+            return _note(text, "plx-warn")
+        from ..analysis.diff import diff
+
+        return diff(step).to_html(mode)
+
+    def graph(self, index: int) -> Any:
+        """The fused graph after step ``index`` (cached: node clicks look nodes up in it)."""
+        g = self._graphs.get(index)
+        if g is None:
+            from ..analysis.graph import fused_graph
+
+            step = self.by_index[index]
+            g = fused_graph(step.before if step.failed else step)
+            self._graphs[index] = g
+            if len(self._graphs) > 8:
+                self._graphs.popitem(last=False)
+        return g
+
+    def _no_relax(self, step: Step) -> str | None:
+        """A note when the module has no Relax function (TVM's TIR stage), else None:
+        the graph and the buffers describe Relax functions."""
+        module = step.before if step.failed else step.after
+        if module is None or any(_tvm.is_relax_function(f)
+                                 for f in _tvm.functions(module).values()):
+            return None
+        last = [s for s in self.trace if _main(s) and s.stage != "tir" and s.index < step.index]
+        hint = f" The last pass before it is #{last[-1].index} {last[-1].label}." if last else ""
+        return _note(f"The module after #{step.index} {step.label} has only TIR functions "
+                     f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
+                     f"functions.{hint}")
+
+    def _graph(self, step: Step) -> str:
+        head = _failed_note(step) if step.failed else ""
+        return self._no_relax(step) or head + self.graph(step.index).to_html()
+
+    def _buffers(self, step: Step) -> str:
+        from ..analysis.buffers import buffers
+
+        head = _failed_note(step) if step.failed else ""
+        return self._no_relax(step) or head + buffers(
+            step.before if step.failed else step).to_html()
+
+    def _compare(self, a: int, b: int, mode: str) -> str:
+        sa, sb = self.step(a), self.step(b)
+        if sa is None or sb is None:
+            return _note("Choose two passes, A and B: the diff runs from A's input to B's output.")
+        from ..analysis.diff import diff
+
+        head = _note(f"From the input of #{sa.index} {sa.label} to the output of "
+                     f"#{sb.index} {sb.label}.")
+        if sa.index > sb.index:
+            head += _note("A comes after B: this diff runs backwards.", "plx-warn")
+        target = sb
+        if sb.failed:
+            head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
+            target = sb.before
+        return head + diff(sa, target).to_html(mode)
+
+    def _pipeline(self) -> str:
+        pipe = self.trace.pipeline
+        if pipe is None:
+            return _note("This trace has no pipeline (it was recorded with passlab.record(), "
+                         "not built from a passlab.Pipeline).")
+        out = [self._user_runs()]
+        out.append(pipe.to_html())
+        return "".join(out)
+
+    def _user_runs(self) -> str:
+        """Where each user pass ran in the recorded main chain: between which passes."""
+        main = [s for s in self.trace if _main(s)]
+        found = []
+        for k, s in enumerate(main):
+            if s.origin != "user":
+                continue
+            prev = f"#{main[k - 1].index} {main[k - 1].label}" if k else "the start"
+            nxt = f"#{main[k + 1].index} {main[k + 1].label}" if k + 1 < len(main) else "the end"
+            result = "failed" if s.failed else (s.functions_changed.summary() or "no change")
+            found.append([f"#{s.index}", s.label, s.stage, prev, nxt, result])
+        if not found:
+            return _note("No user pass in this build: the pipeline is TVM's default.")
+        return _render.html_table(["step", "user pass", "stage", "after", "before", "result"],
+                                  found, ["user"] * len(found), caption="Where your passes ran")
+
+    # ------------------------------------------------------------------- kernels
+    def kernel(self, index: int, node_id: str) -> tuple[str, str]:
+        """``(title, text)`` for a clicked graph node: the TVMScript of the kernel (TIR
+        PrimFunc, or Relax function before FuseTIR) it calls, looked up in the module the
+        graph was drawn from."""
+        step = self.by_index[index]
+        graph = self.graph(index)
+        node = next((n for n in graph.nodes if n.id == node_id), None)
+        if node is None:
+            return f"no node {node_id!r} in the graph after {step.label}", ""
+        if node.kind in _DATA_KINDS:
+            return f"{node.id} is a {node.kind} tensor, not a kernel", ""
+        module = step.before if step.failed else step.after
+        funcs = _tvm.functions(module)
+        for name in dict.fromkeys((node.label, node.id)):
+            func = funcs.get(name)
+            if func is not None:
+                from ..analysis._printing import function_kind, function_text
+
+                kind = "TIR" if function_kind(func) == "tir" else function_kind(func).title()
+                where = "input of" if step.failed else "after"
+                return (f"{kind} of {name} ({where} #{step.index} {step.label})",
+                        function_text(func, name))
+        return (f"{node.label} is a Relax operator: no kernel for it in the module after "
+                f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""

@@ -1,0 +1,135 @@
+"""JupyterLab on loopback and Debian's Chromium through Playwright, for test_browser.py.
+
+Follows the verified recipe (shared/recipes/jupyter-in-a-real-browser.md): isolated
+JupyterLab settings, a fixed token, readiness via /api/status, a clean shutdown via
+/api/shutdown, and the system Chromium (never a browser a tool downloads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TOKEN = "passlab-browser-test"
+
+
+def missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    for module, extra in (("playwright", "test"), ("jupyterlab", "notebook"),
+                          ("ipykernel", "notebook"), ("anywidget", "notebook")):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (pip install 'passlab[{extra}]')"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    port: int
+    root: Path
+    process: subprocess.Popen
+    log: Path
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{path}?token={TOKEN}"
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+                                     headers={"Authorization": f"token {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            body = r.read()
+            return json.loads(body) if body else None
+
+
+@contextmanager
+def jupyter_lab(base: Path, notebooks: list[Path]) -> Iterator[Lab]:
+    """A JupyterLab server serving copies of ``notebooks``; shut down cleanly on exit."""
+    root = base / "root"
+    root.mkdir(parents=True)
+    for nb in notebooks:
+        shutil.copy(nb, root / nb.name)
+    settings = base / "settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab/apputils-extension/notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(base / "runtime"))
+    port = _free_port()
+    log = base / "server.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+             f"--port={port}", "--port-retries=0", "--allow-root",
+             f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    lab = Lab(port, root, process, log)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                lab.api("/api/status")
+                break
+            except Exception:
+                if process.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.2)
+        yield lab
+    finally:
+        _stop(lab)
+
+
+def _stop(lab: Lab) -> None:
+    if lab.process.poll() is not None:
+        return
+    try:
+        lab.api("/api/shutdown", method="POST")  # also shuts the kernels down
+        lab.process.wait(timeout=30)
+    except Exception:
+        os.killpg(lab.process.pid, signal.SIGTERM)
+        lab.process.wait(timeout=10)
+
+
+@contextmanager
+def chromium(profile: Path, width: int = 1400, height: int = 1100):
+    """A Playwright page in headless Debian Chromium; page errors collect in
+    ``page.errors``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": width, "height": height})
+        ctx.set_default_timeout(60_000)
+        page = ctx.new_page()
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)[:300]))
+        try:
+            yield page
+        finally:
+            ctx.close()

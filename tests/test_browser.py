@@ -1,0 +1,145 @@
+"""The Explorer in JupyterLab and the static report, in a real headless Chromium.
+
+JupyterLab runs on 127.0.0.1 with a fixed token; Playwright drives Debian's Chromium
+(/usr/bin/chromium, never a downloaded browser). Screenshots go to docs/screenshots/.
+Skipped, with the reason, when Chromium or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from browser_helpers import chromium, jupyter_lab, missing
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+REPO = Path(__file__).resolve().parent.parent
+TOUR = REPO / "notebooks" / "01-tour.ipynb"
+SHOTS = REPO / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
+    return expect
+
+
+def _run_all(page, expect) -> None:
+    # The status-bar kernel item, not the toolbar's idle dot: that one reads idle before
+    # the session has a kernel, and Run All then opens a "Select Kernel" dialog.
+    expect(page.locator('.jp-StatusBar-TextItem[title^="Change kernel"]')).to_have_text(
+        "Python 3 (ipykernel) | Idle")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+_ACTIVE_CELL = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell'))
+    .findIndex((c) => c.classList.contains('jp-mod-active'))"""
+
+
+def _row(widget, label: str):
+    return widget.locator(".plx-row", has=widget.page.locator(".plx-label", has_text=re.compile(
+        rf"^{re.escape(label)}$")))
+
+
+def test_explorer_in_jupyterlab(tmp_path, expect):
+    timings = {}
+    with jupyter_lab(tmp_path, [TOUR]) as lab, chromium(tmp_path / "profile") as page:
+        start = time.perf_counter()
+        page.goto(lab.url(f"lab/tree/{TOUR.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        _run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        expect(widget).to_have_count(1)
+        diff = widget.locator(".plx-pane-diff")
+        # opens on the first pass that changed the module, rendered by the kernel
+        expect(diff).to_contain_text("LegalizeOps: ")
+        expect(_row(widget, "LegalizeOps")).to_have_class(re.compile(r"\bselected\b"))
+        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 94 pass calls")
+        expect(widget.locator(".plx-count")).to_have_text("70 of 70 passes")
+        expect(page.locator(".jp-InputArea-prompt", has_text="[7]:")).to_have_count(1)
+        timings["run_all"] = time.perf_counter() - start
+
+        # a click on a pass: browser -> kernel (diff printed there) -> browser
+        start = time.perf_counter()
+        _row(widget, "FuseOps").click()
+        expect(diff).to_contain_text("FuseOps: 13 functions changed: 12 added, 0 removed, 1 modified")
+        expect(diff.locator("summary code", has_text=re.compile(r"^fused_batch_norm_relu$"))
+               ).to_have_count(1)
+        expect(_row(widget, "FuseOps")).to_have_class(re.compile(r"\bselected\b"))
+        timings["click_roundtrip"] = time.perf_counter() - start
+
+        # keyboard: down moves to the next pass, and JupyterLab keeps its cell
+        active = page.evaluate(_ACTIVE_CELL)
+        widget.locator(".plx-list").press("ArrowDown")
+        expect(diff).to_contain_text("FuseTIR: ")
+        expect(_row(widget, "FuseTIR")).to_have_class(re.compile(r"\bselected\b"))
+        assert page.evaluate(_ACTIVE_CELL) == active
+
+        # filters: changed only, then a search
+        widget.locator(".plx-changed-only").check()
+        expect(widget.locator(".plx-count")).to_have_text("33 of 70 passes")
+        widget.locator(".plx-search").fill("fuse")
+        expect(widget.locator(".plx-row")).to_have_count(2)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(SHOTS / "explorer.png"))
+
+        # the fused graph after FuseTIR; a click on a kernel shows its TIR
+        start = time.perf_counter()
+        widget.locator(".plx-tab[data-tab=graph]").click()
+        view = widget.locator(".plx-graph-view")
+        node = view.locator("g.node", has=page.locator("title", has_text=re.compile(r"^lv$")))
+        row = view.locator("tbody tr", has=page.locator("td", has_text=re.compile(r"^lv$")))
+        target = node.or_(row)  # an SVG with Graphviz's dot, a table without
+        expect(target).to_have_count(1)
+        timings["graph"] = time.perf_counter() - start
+        target.click()
+        expect(widget.locator(".plx-kernel-title")).to_have_text(
+            "TIR of fused_batch_norm_relu (after #11 FuseTIR)")
+        expect(widget.locator(".plx-kernel-text")).to_contain_text("def fused_batch_norm_relu(")
+        widget.screenshot(path=str(SHOTS / "explorer-graph.png"))
+
+        # compare two passes, and the pipeline
+        widget.locator(".plx-tab[data-tab=compare]").click()
+        widget.locator(".plx-compare-a").select_option(label="#7 LegalizeOps")
+        widget.locator(".plx-compare-b").select_option(label="#11 FuseTIR")
+        expect(widget.locator(".plx-pane-compare")).to_contain_text(
+            "From the input of #7 LegalizeOps to the output of #11 FuseTIR.")
+        widget.locator(".plx-tab[data-tab=pipeline]").click()
+        expect(widget.locator(".plx-pane-pipeline")).to_contain_text("Pipeline for llvm")
+        assert page.errors == []
+    print(" ".join(f"{k}={v:.2f}s" for k, v in timings.items()))
+
+
+def test_static_report(tmp_path, expect):
+    import passlab
+
+    try:
+        import passlab.views.report  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"the static report (passlab/views/report.py) is not importable: {exc}")
+    path = passlab.build(passlab.models.mlp()).trace.to_html(tmp_path / "report.html")
+    with chromium(tmp_path / "profile") as page:
+        page.goto(Path(path).resolve().as_uri())
+        # the pass list
+        rows = page.locator("#pl-list tr.pl-row")
+        expect(rows.filter(has_text="FuseOps")).to_have_count(1)
+        # a diff
+        rows.filter(has_text="FuseOps").click()
+        expect(page.locator("#pl-detail")).to_contain_text(
+            "FuseOps: 3 functions changed: 2 added, 0 removed, 1 modified")
+        # a graph, drawn when its snapshot is opened
+        snap = page.locator("#pl-snapshots details").first
+        snap.locator("summary").click()
+        expect(snap.locator("svg g.node").or_(snap.locator(".passlab-graph table tbody tr"))
+               .first).to_be_visible()
+        page.screenshot(path=str(SHOTS / "report.png"), full_page=False)
+        assert page.errors == []

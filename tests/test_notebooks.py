@@ -1,0 +1,56 @@
+"""Every notebook in notebooks/ runs headless, top to bottom, without an error output.
+
+Also checks that the notebooks are committed without outputs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="needs the 'notebook' extra")
+nbclient = pytest.importorskip("nbclient", reason="needs the 'notebook' extra")
+pytest.importorskip("ipykernel", reason="needs the 'notebook' extra")
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_notebooks_exist():
+    assert [p.name for p in NOTEBOOKS] == ["01-tour.ipynb", "02-after-fusion-pass.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+    assert "widgets" not in nb.metadata
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=120, startup_timeout=60, kernel_name="python3", store_widget_state=True,
+        resources={"metadata": {"path": str(tmp_path)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    errors = [(cell.source[:60], out.get("ename"), out.get("evalue"))
+              for cell in nb.cells if cell.cell_type == "code"
+              for out in cell.outputs if out.output_type == "error"]
+    assert errors == []
+    assert seconds < 60, f"{path.name} took {seconds:.1f} s"
+    # the Explorer was displayed as a widget, and its state was saved with the notebook
+    views = [out for cell in nb.cells for out in cell.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    assert len(views) == 1
+    state = nb.metadata["widgets"][WIDGET_STATE]["state"]
+    model = state[views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
+    assert model["model_name"] == "AnyModel"
+    assert model["state"]["diff_html"]  # the selected pass's diff was rendered

@@ -29,6 +29,7 @@ except PackageNotFoundError:  # running from a source tree
 __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "Explorer",
+    "bisect", "compare", "blame", "rerun",
 ]
 
 # Analyses live one layer up; import them on first use so `import passlab` stays cheap.
@@ -37,6 +38,11 @@ _LAZY = {
     "fused_graph": ("passlab.analysis.graph", "fused_graph"),
     "buffers": ("passlab.analysis.buffers", "buffers"),
     "Explorer": ("passlab.views.explorer", "Explorer"),
+    "bisect": ("passlab.research.bisect", "bisect"),
+    "compare": ("passlab.research.compare", "compare"),
+    "blame": ("passlab.research.blame", "blame"),
+    "rerun": ("passlab.research.rerun", "rerun"),
+    "predicates": ("passlab.research", "predicates"),
 }
 
 

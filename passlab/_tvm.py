@@ -194,6 +194,16 @@ def function_hash(func) -> int:
     return tvm_ffi.structural_hash(func, True, True)
 
 
+def structural_equal(a, b, *, tensor_content: bool = False) -> bool:
+    """Structural equality with free variables mapped (see :func:`function_hash`);
+    tensor bytes are compared only with ``tensor_content=True``."""
+    if a.same_as(b):
+        return True
+    import tvm_ffi
+
+    return bool(tvm_ffi.structural_equal(a, b, True, not tensor_content))
+
+
 def attrs_equal(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None

@@ -5,7 +5,7 @@ needs the few functions it shows, and unchanged functions are the same objects f
 snapshot to the next, so each is printed at most once while it stays in the cache.
 
 With :mod:`passlab._tvm`, this module holds the diff code's calls into TVM APIs that move
-between releases (``Scriptable.script`` options, ``tvm_ffi.structural_equal``).
+between releases (``Scriptable.script`` options).
 """
 
 from __future__ import annotations
@@ -178,16 +178,12 @@ def same_function(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    import tvm_ffi
-
-    return bool(tvm_ffi.structural_equal(a, b, True, True))
+    return _tvm.structural_equal(a, b)
 
 
 def structural_key(func: Any) -> int:
     """A structural hash consistent with :func:`same_function`."""
-    import tvm_ffi
-
-    return int(tvm_ffi.structural_hash(func, True, True))
+    return _tvm.function_hash(func)
 
 
 def is_module(obj: Any) -> bool:

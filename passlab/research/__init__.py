@@ -1,0 +1,29 @@
+"""Research tools over recorded builds.
+
+* :func:`bisect`: the first pass after which the model computes something else;
+* :func:`compare`: two pipelines aligned pass by pass, with diffs and final deltas;
+* :func:`blame`: the passes that created, rewrote or removed a function or a binding;
+* :func:`rerun`: rebuild after a pipeline edit from the recorded snapshot before it;
+* :mod:`~passlab.research.predicates`: ready tests for ``trace.first(...)``.
+
+Examples
+--------
+>>> import passlab
+>>> from passlab.research import compare
+>>> a = passlab.build(passlab.models.mlp())
+>>> compare(a, passlab.build(passlab.models.mlp())).identical
+True
+"""
+
+from __future__ import annotations
+
+from . import predicates
+from .bisect import BisectReport, BisectRow, bisect
+from .blame import Blame, Event, blame
+from .compare import Comparison, Delta, Point, compare
+from .rerun import Rerun, rerun
+
+__all__ = [
+    "bisect", "BisectReport", "BisectRow", "compare", "Comparison", "Point", "Delta",
+    "blame", "Blame", "Event", "rerun", "Rerun", "predicates",
+]

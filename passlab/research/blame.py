@@ -1,0 +1,336 @@
+"""Blame: which passes created, rewrote or removed a function, a binding or a tensor.
+
+Like ``git blame`` for a compiled model: give a name you see in a snapshot (a global
+function such as ``fused_matmul_add_relu``, a Relax variable such as ``lv3``, a tensor
+from :func:`passlab.buffers` or a kernel parameter) and get the main-chain passes that
+touched it, back to the input model.
+
+Functions are followed through each step's ``functions_changed``; bindings through a
+per-function map from variable name to the structural hash of its bound value, computed
+only for the functions a step changed and cached per function object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from passlab import _render, _tvm
+from passlab._names import unknown
+from passlab.build import Build
+from passlab.trace import Step, Trace
+
+__all__ = ["blame", "Blame", "Event"]
+
+ACTIONS = ("created", "rewritten", "removed")
+
+
+@dataclass(frozen=True, eq=False)
+class Event:
+    """``step`` ``action`` ("created", "rewritten", "removed") the name; ``function`` is
+    the global function that holds it (for bindings and kernel parameters)."""
+
+    action: str
+    step: Step = field(repr=False)
+    function: str | None = None
+
+    def __repr__(self) -> str:
+        where = f" in {self.function}" if self.function else ""
+        return f"Event({self.action} by {self.step.label}{where})"
+
+
+@dataclass(frozen=True)
+class Blame(Sequence[Event]):
+    """The history of one name along the main chain: a sequence of :class:`Event`.
+
+    ``kind`` is "function", "binding", "tensor" (a :func:`passlab.buffers` alias,
+    followed as the binding ``resolved``) or "parameter" (of a kernel).
+    """
+
+    name: str
+    kind: str
+    events: tuple[Event, ...]
+    in_input: bool
+    at: Step | None = field(default=None, repr=False)
+    resolved: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Event, ...]: ...
+    def __getitem__(self, i):
+        return self.events[i]
+
+    def _by(self, action: str) -> tuple[Step, ...]:
+        return tuple(dict.fromkeys(e.step for e in self.events if e.action == action))
+
+    @property
+    def created_by(self) -> tuple[Step, ...]:
+        return self._by("created")
+
+    @property
+    def rewritten_by(self) -> tuple[Step, ...]:
+        return self._by("rewritten")
+
+    @property
+    def removed_by(self) -> tuple[Step, ...]:
+        return self._by("removed")
+
+    def summary(self) -> str:
+        """One line: "lv (binding): not in the input model. In forward: created by FuseOps;
+        rewritten by FuseTIR" (bindings and parameters are grouped by function)."""
+        what = self.kind + (f" of {self.resolved!r}" if self.resolved else "")
+        head = f"{self.name} ({what}): " + ("in the input model" if self.in_input
+                                           else "not in the input model")
+        groups: dict[str | None, list[Event]] = {}
+        for e in self.events:
+            groups.setdefault(e.function, []).append(e)
+        parts = []
+        for function, events in groups.items():
+            acts = []
+            for action in ACTIONS:
+                steps = dict.fromkeys(e.step.label for e in events if e.action == action)
+                if steps:
+                    acts.append(f"{action} by {', '.join(steps)}")
+            parts.append((f"In {function}: " if function else "") + "; ".join(acts))
+        if not parts:
+            return head + "; no pass touched it"
+        return head + ("; " + parts[0] if groups.keys() == {None} else ". " + ". ".join(parts))
+
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        return (["step", "pass", "stage", "action", "function"],
+                [[str(e.step.index), e.step.label, e.step.stage, e.action, e.function or ""]
+                 for e in self.events])
+
+    def to_text(self) -> str:
+        header, rows = self._table()
+        return self.summary() + ("\n" + _render.text_table(header, rows) if rows else "")
+
+    def to_html(self) -> str:
+        header, rows = self._table()
+        return _render.html_table(header, rows, caption=self.summary())
+
+    def to_dataframe(self):
+        import pandas as pd
+
+        header, rows = self._table()
+        return pd.DataFrame(rows, columns=header)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return _render.mimebundle(self)
+
+
+# ------------------------------------------------------------------------ helpers
+class _Names:
+    """Per-function name tables, cached per function object (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._bindings: dict[int, tuple[Any, dict[str, tuple[Any, ...]]]] = {}
+        self._hashes: dict[int, tuple[Any, int]] = {}
+
+    def bindings(self, func: Any) -> dict[str, tuple[Any, ...]]:
+        """``{variable name: (bound values, ...)}`` of a Relax function ({} otherwise)."""
+        if func is None or not _tvm.is_relax_function(func):
+            return {}
+        key = func.__chandle__()
+        hit = self._bindings.get(key)
+        if hit is None:
+            table: dict[str, tuple[Any, ...]] = {}
+            for p in func.params:
+                table[str(p.name)] = (None,)
+            for block in getattr(func.body, "blocks", ()):
+                for b in block.bindings:
+                    name = str(b.var.name)
+                    table[name] = table.get(name, ()) + (b.value,)
+            hit = (func, table)
+            self._bindings[key] = hit
+        return hit[1]
+
+    def value_hashes(self, values: tuple[Any, ...]) -> tuple[int | None, ...]:
+        out = []
+        for v in values:
+            if v is None:
+                out.append(None)
+                continue
+            key = v.__chandle__()
+            hit = self._hashes.get(key)
+            if hit is None:
+                hit = (v, _tvm.function_hash(v))
+                self._hashes[key] = hit
+            out.append(hit[1])
+        return tuple(out)
+
+    @staticmethod
+    def parameters(func: Any) -> dict[str, str]:
+        """``{parameter name: type text}`` of a kernel (PrimFunc)."""
+        if func is None or not _tvm.is_prim_func(func):
+            return {}
+        return {str(p.name): str(getattr(p, "ty", "")) for p in func.params}
+
+
+def _chain(trace: Trace, at: Step | None) -> list[Step]:
+    """Main-chain steps up to ``at``, without side branches: a step whose output the
+    build did not go on from (TVM's device-module Filter, whose input the next pass
+    takes again)."""
+    main = [s for s in trace if s.kind == "pass" and s.after is not None]
+    if at is not None:
+        main = [s for s in main if s.index <= at.index]
+    keep = []
+    for k, s in enumerate(main):
+        nxt = main[k + 1] if k + 1 < len(main) else None
+        if (nxt is not None and not nxt.before.same_as(s.after)
+                and any(nxt.before.same_as(p.after) for p in main[max(0, k - 8):k])):
+            continue
+        keep.append(s)
+    return keep
+
+
+def _binding_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
+    events = []
+    for s in chain:
+        fa, fb = _tvm.functions(s.before), _tvm.functions(s.after)
+        for fname in s.functions_changed.names:
+            old = names.bindings(fa.get(fname)).get(name)
+            new = names.bindings(fb.get(fname)).get(name)
+            if old and not new:
+                events.append(Event("removed", s, fname))
+            elif new and not old:
+                events.append(Event("created", s, fname))
+            elif old and new and names.value_hashes(old) != names.value_hashes(new):
+                events.append(Event("rewritten", s, fname))
+    return events
+
+
+def _parameter_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
+    events = []
+    for s in chain:
+        fa, fb = _tvm.functions(s.before), _tvm.functions(s.after)
+        for fname in s.functions_changed.names:
+            old = names.parameters(fa.get(fname)).get(name)
+            new = names.parameters(fb.get(fname)).get(name)
+            if old is not None and new is None:
+                events.append(Event("removed", s, fname))
+            elif new is not None and old is None:
+                events.append(Event("created", s, fname))
+            elif old is not None and old != new:
+                events.append(Event("rewritten", s, fname))
+    return events
+
+
+def _tensor_alias(module: Any, name: str) -> str | None:
+    from passlab.analysis.buffers import buffers
+
+    try:
+        report = buffers(module)
+    except Exception:  # not a module with Relax tensors
+        return None
+    for t in report.tensors:
+        if name in t.aliases:
+            return t.name
+    return None
+
+
+def _resolve(where: Any, trace: Trace | None) -> tuple[Trace, Step | None]:
+    if isinstance(where, Build):
+        return where.trace, None
+    if isinstance(where, Trace):
+        return where, None
+    if isinstance(where, Step):
+        if trace is None:
+            raise TypeError(f"blame(step, name) needs the step's trace to follow the name back: "
+                            f"blame(step, name, trace=build.trace) (step #{where.index} "
+                            f"{where.label!r} alone does not know the passes before it)")
+        return trace, where
+    raise TypeError(f"blame() takes a Trace, a Build or a Step, not {type(where).__name__}")
+
+
+KINDS = ("function", "binding", "tensor", "parameter")
+
+
+def blame(where: Trace | Build | Step, name: str, *, trace: Trace | None = None,
+          kind: str | None = None) -> Blame:
+    """The main-chain passes that created, rewrote or removed ``name``.
+
+    Parameters
+    ----------
+    where
+        A Trace or Build (the whole main chain), or a Step together with ``trace=``
+        (the chain up to and including that step).
+    name
+        A global function, a Relax variable (binding or parameter), a tensor name or
+        alias from :func:`passlab.buffers` (at the last step), or a kernel parameter.
+    kind
+        "function", "binding", "tensor" or "parameter" when a name is several things
+        (``matmul`` is a kernel and a variable); by default the first that fits, in
+        that order.
+
+    Returns
+    -------
+    Blame
+        Events in pass order, ``created_by`` / ``rewritten_by`` / ``removed_by`` and
+        ``in_input`` (whether the input model had the name).
+
+    Raises
+    ------
+    passlab.UnknownNameError
+        No snapshot of the chain has the name; the message lists close matches.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> from passlab.research import blame
+    >>> trace = passlab.build(passlab.models.mlp()).trace
+    >>> [s.name for s in blame(trace, "fused_matmul_add_relu").created_by]
+    ['FuseOps']
+    >>> [(e.action, e.step.name, e.function) for e in blame(trace, "lv")][:2]
+    [('created', 'FuseOps', 'forward'), ('rewritten', 'FuseTIR', 'forward')]
+    """
+    if kind is not None and kind not in KINDS:
+        raise unknown("blame kind", kind, KINDS)
+    trace, at = _resolve(where, trace)
+    chain = _chain(trace, at)
+    if not chain:
+        raise ValueError("the trace has no finished main-chain pass to blame")
+    start = chain[0].before
+    mods = [start] + [s.after for s in chain]
+    names = _Names()
+
+    def functions(m: Any) -> Iterator[Any]:
+        return iter(_tvm.functions(m).values())
+
+    def in_bindings(m: Any, n: str) -> bool:
+        return any(n in names.bindings(f) for f in functions(m))
+
+    def in_parameters(m: Any, n: str) -> bool:
+        return any(n in names.parameters(f) for f in functions(m))
+
+    if kind in (None, "function") and any(name in _tvm.functions(m) for m in mods):
+        events = []
+        for s in chain:
+            ch = s.functions_changed
+            for action, group in (("created", ch.added), ("rewritten", ch.modified),
+                                  ("removed", ch.removed)):
+                if name in group:
+                    events.append(Event(action, s))
+        return Blame(name, "function", tuple(events), name in _tvm.functions(start), at)
+    if kind in (None, "binding") and any(in_bindings(m, name) for m in mods):
+        return Blame(name, "binding", tuple(_binding_events(chain, name, names)),
+                     in_bindings(start, name), at)
+    alias = _tensor_alias(chain[-1].after, name) if kind in (None, "tensor") else None
+    if alias is not None:
+        return Blame(name, "tensor", tuple(_binding_events(chain, alias, names)),
+                     in_bindings(start, alias), at, alias)
+    if kind in (None, "parameter") and any(in_parameters(m, name) for m in mods):
+        return Blame(name, "parameter", tuple(_parameter_events(chain, name, names)),
+                     in_parameters(start, name), at)
+    known = sorted({n for m in mods for n in _tvm.functions(m)})  # functions listed first
+    known += sorted({b for m in mods for f in functions(m) for b in names.bindings(f)})
+    what = "function, binding or tensor" if kind is None else kind
+    raise unknown(what, name, known, extra="(in this trace's main chain)")

@@ -1,13 +1,15 @@
-"""Re-run from an edit vs a full rebuild, for an edit late in the pipeline.
+"""Re-run from an edit vs a full rebuild, for two kinds of edit.
 
-A pass is inserted after CallTIRRewrite (a no-op that counts the kernels, the kind of
-pass one adds while studying memory planning). ``passlab.research.rerun`` resumes from the
-recorded module before StaticPlanBlockMemory; the full rebuild runs every pass again.
+"late": a pass is inserted after CallTIRRewrite (a no-op that counts the kernels, the kind
+of pass one adds while studying memory planning). ``passlab.rerun`` resumes from the
+recorded module before StaticPlanBlockMemory, and since the kernels come out identical
+it reuses the original's compiled library: TIR lowering and codegen do not run again.
+"kernels": FuseOps and FuseTIR are disabled, so the kernels change and the re-run must
+compile them: it can only save the Relax passes before the edit.
 Runs are interleaved (full, rerun, full, rerun, ...) so that machine noise hits both
 alike; the table shows medians, min-max and the ratios rerun / full of medians and of
-minimums (the steadier one on a shared machine), and how long the reused passes took in
-the recorded build: the most a re-run can save, since TIR lowering and codegen run again.
-Both give the same outputs (checked once per model).
+minimums (the steadier one on a shared machine). Both give the same outputs (checked
+once per model and edit).
 
     .venv/bin/python benchmarks/bench_rerun.py [--model resnet] [--model transformer] [--repeat 5]
 """
@@ -35,10 +37,16 @@ def count_kernels(mod):
     return mod
 
 
-def measure(model: str, repeat: int) -> dict:
+EDITS = {
+    "late": lambda p: p.insert(count_kernels, after="CallTIRRewrite"),
+    "kernels": lambda p: p.disable("FuseOps").disable("FuseTIR"),
+}
+
+
+def measure(model: str, repeat: int, edit: str) -> dict:
     mod = MODELS[model]()
     original = passlab.build(mod)
-    edited = original.pipeline.insert(count_kernels, after="CallTIRRewrite")
+    edited = EDITS[edit](original.pipeline)
     times: dict[str, list[float]] = {"full rebuild": [], "rerun": []}
     for _ in range(repeat):
         t = time.perf_counter()
@@ -52,7 +60,7 @@ def measure(model: str, repeat: int) -> dict:
     chain = pipeline_chain(original.trace, original.pipeline)
     skipped = sum(step.seconds or 0.0 for _, step in chain[:again.reused])
     return {"times": times, "diff": diff, "note": again.note, "skipped": skipped,
-            "build": original.seconds}
+            "build": original.seconds, "kernels_reused": again.trace.kernels_reused}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,19 +68,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    for model in args.model or ["resnet", "transformer"]:
-        r = measure(model, args.repeat)
+    for model, edit in [(m, e) for m in args.model or ["resnet", "transformer"] for e in EDITS]:
+        r = measure(model, args.repeat, edit)
         full = statistics.median(r["times"]["full rebuild"])
         label = "transformer(layers=4)" if model == "transformer" else model
-        print(f"{label}: edit = insert after CallTIRRewrite; {r['note']}")
+        print(f"{label}, edit {edit!r}: {r['note']}")
         best = min(r["times"]["full rebuild"])
         print(f"{'variant':<14}{'median s':>10}{'min-max s':>16}{'ratio':>8}{'min ratio':>11}")
         for name, ts in r["times"].items():
             med = statistics.median(ts)
             print(f"{name:<14}{med:>10.3f}{f'{min(ts):.3f}-{max(ts):.3f}':>16}"
                   f"{med / full:>7.2f}x{min(ts) / best:>10.2f}x")
-        print(f"the reused passes took {r['skipped']:.3f} s of the recorded "
-              f"{r['build']:.3f} s build (the rest is TIR lowering and codegen, run again)")
+        tir = ("compiled kernels reused: TIR lowering and codegen skipped" if r["kernels_reused"]
+               else "kernels changed: TIR lowering and codegen ran again")
+        print(f"the reused Relax passes took {r['skipped']:.3f} s of the recorded "
+              f"{r['build']:.3f} s build; {tir}")
         print(f"max abs difference of the outputs: {r['diff']}\n")
 
 

@@ -173,9 +173,69 @@ def copy_context(extra_instruments: Sequence = (), **overrides):
     return t.transform.PassContext(**kwargs)
 
 
-def build(mod, tgt, relax_pipeline, tir_pipeline="default"):
-    """Build ``mod`` with ``relax_pipeline`` (a Pass) to a VM executable."""
-    return relax().build(mod, tgt, relax_pipeline=relax_pipeline, tir_pipeline=tir_pipeline)
+class Kernels:
+    """A compiled TIR library and the TIR module it was compiled from.
+
+    Two builds whose Relax pipelines end in structurally equal TIR modules (same target,
+    same TIR pipeline) can share one library: compiling the kernels (TIR lowering and
+    LLVM) is most of a CPU build.
+    """
+
+    __slots__ = ("tir_mod", "target", "tir_pipeline", "lib", "_hash")
+
+    def __init__(self, tir_mod, target: str, tir_pipeline: str, lib):
+        self.tir_mod, self.target, self.tir_pipeline, self.lib = tir_mod, target, tir_pipeline, lib
+        self._hash = None
+
+    def key(self) -> int:
+        if self._hash is None:
+            self._hash = function_hash(self.tir_mod)
+        return self._hash
+
+    def matches(self, tir_mod, target: str, tir_pipeline: str) -> bool:
+        return (self.target == target and self.tir_pipeline == tir_pipeline
+                and function_hash(tir_mod) == self.key()
+                and structural_equal(tir_mod, self.tir_mod))
+
+
+def build(mod, tgt, relax_pipeline, tir_pipeline: str = "default", reuse=()):
+    """Build ``mod`` to a VM executable: what ``relax.build(mod, tgt, relax_pipeline=...,
+    tir_pipeline=...)`` does, step by step, so that the compiled TIR library can be kept
+    and reused.
+
+    Returns ``(executable, kernels, reused)``: the :class:`Kernels` of this build (None
+    without TIR functions) and whether they came from ``reuse`` (then the TIR pipeline and
+    codegen did not run).
+    """
+    from tvm.relax import vm_build as vb
+
+    r, t = relax(), tvm()
+    with tgt:
+        mod = relax_pipeline(mod)
+    attrs = dict(mod.attrs) if mod.attrs else {}
+    ext_libs = list(attrs.get("external_mods", []))
+    params = dict(attrs.get("const_name_to_constant", {}))
+    builder = r.ExecBuilder()
+    mod = vb._vmcodegen(builder, mod, "bytecode")
+    tir_mod = vb._filter_tir(mod)
+    kernels, reused = None, False
+    if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
+        tir_mod = vb._auto_attach_system_lib_prefix(tir_mod, tgt, None)
+        label = str(tgt)
+        kernels = next((k for k in reuse if k is not None
+                        and k.matches(tir_mod, label, tir_pipeline)), None)
+        reused = kernels is not None
+        if kernels is None:
+            lib = t.tirx.build(tir_mod, target=tgt, pipeline=tir_pipeline)
+            kernels = Kernels(tir_mod, label, tir_pipeline, lib)
+    lib = None if kernels is None else kernels.lib
+    device_libs = [m for m in ext_libs if vb._is_device_module(m)]
+    host_libs = [m for m in ext_libs if not vb._is_device_module(m)]
+    if lib is not None and not reused:
+        for m in device_libs:
+            lib.import_module(m)
+    executable = vb.VMExecutable(vb._ffi_api.VMLink(builder, tgt, lib, host_libs, params))
+    return executable, kernels, reused
 
 
 # -------------------------------------------------------------------------- functions

@@ -9,7 +9,7 @@ usual. A failing build raises :class:`BuildError`, which carries the trace so fa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -113,7 +113,7 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 
 
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
-          tir_pipeline: str = "default") -> Build:
+          tir_pipeline: str = "default", reuse: Build | Sequence[Build] = ()) -> Build:
     """Build ``model`` with ``pipeline`` while recording every pass.
 
     Parameters
@@ -125,6 +125,11 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         or a variant name ("fused", "build").
     target
         Only needed without a pipeline; the pipeline carries its target.
+    reuse
+        Earlier builds whose compiled kernels may be reused: when the Relax pipeline ends
+        in a TIR module structurally equal to one of theirs, the TIR pipeline and codegen
+        are skipped (the trace then has no "tir" steps and says so). Used by
+        ``passlab.rerun`` and ``passlab.bisect``.
 
     Returns
     -------
@@ -150,21 +155,29 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     state = rec.state
     relax_pass = pipe.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
     ctx = _tvm.copy_context([rec])
+    earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
     start = time.perf_counter()
     try:
         with ctx:
-            executable = _tvm.build(mod, tgt, relax_pass, tir_pipeline)
+            executable, kernels, reused = _tvm.build(mod, tgt, relax_pass, tir_pipeline,
+                                                     [b._kernels for b in earlier])
     except Exception as exc:
         trace = _trace(state, pipe, mod, exc)
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
         raise _error_class(type(original))(_message(trace), trace, original) from exc
-    return Build(mod, pipe, _trace(state, pipe, mod), executable, time.perf_counter() - start)
+    trace = _trace(state, pipe, mod, kernels_reused=reused)
+    return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
 
 
-def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None) -> Trace:
+def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None,
+           kernels_reused: bool = False) -> Trace:
     meta: dict[str, Any] = dict(target=pipe.target, pipeline=pipe, input=mod,
                                 versions=_tvm.versions())
+    if kernels_reused:
+        meta["kernels_reused"] = True
+        meta["notes"] = ["TIR pipeline and codegen skipped: the kernels are structurally "
+                         "identical to an earlier build's, whose compiled library was reused"]
     if state.broken:
         meta["warnings"] = [f"recorder stopped early: {state.broken}"]
     trace = from_events(state.events, meta, ROOT_NAME, pipe.stage_names,
@@ -261,6 +274,7 @@ class Build:
     trace: Trace
     executable: Any = field(repr=False)
     seconds: float
+    _kernels: Any = field(default=None, repr=False, compare=False)
 
     @cached_property
     def vm(self):

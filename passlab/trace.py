@@ -283,6 +283,22 @@ class Trace(Sequence[Step]):
         return tuple(self._meta.get("warnings", ()))
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What a reader should know about how this trace was recorded."""
+        return tuple(self._meta.get("notes", ()))
+
+    @property
+    def kernels_reused(self) -> bool:
+        """True when the build reused an earlier build's compiled kernels, so that the TIR
+        pipeline and codegen did not run (and are not in this trace)."""
+        return bool(self._meta.get("kernels_reused", False))
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Versions of TVM, tvm-ffi and passlab that recorded this trace."""
+        return dict(self._meta.get("versions", {}))
+
+    @property
     def input(self) -> Any:
         """The module the build started from."""
         return self._meta.get("input")
@@ -386,6 +402,8 @@ class Trace(Sequence[Step]):
         n_main = sum(s.kind == "pass" for s in self._steps)
         out = (f"Trace of {len(self)} pass calls ({n_main} in the main chain), "
                f"target {self.target}, {total:.3f} s in top-level passes")
+        for note in self.notes:
+            out += f"\nnote: {note}"
         if self.failure is not None:
             out += "\nFAILED: " + self.failure.to_text()
         return out

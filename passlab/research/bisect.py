@@ -275,7 +275,10 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
         default = Pipeline.default(pipeline.target)
     args = list(inputs or [])
     args += recorded.inputs(seed)[len(args):]
-    reference = build(mod, default).run(*args)
+    reference_build = build(mod, default)
+    reference = reference_build.run(*args)
+    # rows whose kernels come out identical to an earlier build's reuse its library
+    compiled: list[Any] = [recorded, reference_build]
     entries = list(pipeline)
     enabled = [i for i, e in enumerate(entries) if e.enabled]
     ref_names = [e.name for e in default if e.enabled]
@@ -296,7 +299,10 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
         else:
             out, error, source = None, "", "built"
             try:
-                out = build(step.after, keep_only(pipeline, rest)).run(*args)
+                row_build = build(step.after, keep_only(pipeline, rest), reuse=compiled)
+                if not row_build.trace.kernels_reused:
+                    compiled.append(row_build)
+                out = row_build.run(*args)
             except BuildError as exc:
                 error = f"finishing the build failed: {str(exc).splitlines()[0]}"
             except Exception as exc:  # running the executable failed

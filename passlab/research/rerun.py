@@ -90,7 +90,9 @@ def _same_entry(a: PassEntry, b: PassEntry) -> bool:
 class Rerun(Build):
     """A :class:`~passlab.Build` resumed from a recorded snapshot.
 
-    ``trace`` covers only the re-run part (the remaining Relax passes, TIR and codegen);
+    ``trace`` covers only the re-run part (the remaining Relax passes, then TIR and codegen
+    unless the kernels came out structurally identical, in which case the original's
+    compiled library is reused: ``trace.kernels_reused``);
     ``pipeline`` is the full new pipeline and ``module`` the original input, so
     ``run()`` and ``inputs()`` behave as for a full build. ``resumed_step`` is the step
     of the original trace whose ``.before`` was resumed from (None when every Relax pass
@@ -134,6 +136,8 @@ class Rerun(Build):
         else:
             start = chain[-1].index + 1 if chain else 0
         tail = self.original.trace.filter(lambda s: s.index >= start)
+        if self.trace.kernels_reused:  # identical kernels: the TIR part was not run again
+            tail = tail.filter(lambda s: s.stage != "tir")
         return compare(tail, self.trace, names=("original", "rerun"))
 
     def __repr__(self) -> str:
@@ -196,10 +200,10 @@ def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
         snapshot = chain[-1].after if chain else original.module
     first = new_enabled[k] if k < len(new_enabled) else len(new_entries)
     rest = keep_only(new_pipeline, range(first, len(new_entries)))
-    resumed = build(snapshot, rest)
+    resumed = build(snapshot, rest, reuse=original)
     return Rerun(
         original.module, new_pipeline, resumed.trace, resumed.executable, resumed.seconds,
-        original=original, resumed_position=first,
+        resumed._kernels, original=original, resumed_position=first,
         resumed_pass=new_entries[first].name if first < len(new_entries) else None,
         resumed_step=step, snapshot=snapshot, reused=k,
     )

@@ -29,7 +29,7 @@ except PackageNotFoundError:  # running from a source tree
 __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "Explorer",
-    "bisect", "compare", "blame", "rerun",
+    "bisect", "compare", "blame", "rerun", "load", "Backend", "partitions",
 ]
 
 # Analyses live one layer up; import them on first use so `import passlab` stays cheap.
@@ -43,6 +43,9 @@ _LAZY = {
     "blame": ("passlab.research.blame", "blame"),
     "rerun": ("passlab.research.rerun", "rerun"),
     "predicates": ("passlab.research", "predicates"),
+    "load": ("passlab.importers", "load"),
+    "Backend": ("passlab.backend", "Backend"),
+    "partitions": ("passlab.analysis.partitions", "partitions"),
 }
 
 

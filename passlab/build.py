@@ -70,7 +70,8 @@ def _error_class(orig: type) -> type:
 
 
 def as_module(model: Any):
-    """An IRModule from a model: an IRModule, TVMScript source, or a built-in model name."""
+    """An IRModule from a model: an IRModule, TVMScript source, a built-in model name, a
+    model file (.onnx, .pt2, .py) or any object :func:`passlab.load` takes."""
     if _tvm.is_module(model):
         return model
     if isinstance(model, str):
@@ -83,15 +84,9 @@ def as_module(model: Any):
                 return _tvm.parse_script(model)
             except Exception as exc:
                 raise ValueError(f"could not parse the TVMScript given as the model: {exc}") from None
-        from ._names import unknown
+    from .importers import resolve_model
 
-        raise unknown("model", model, models.NAMES,
-                      extra="A model is an IRModule, TVMScript source or a built-in model name.")
-    raise TypeError(
-        f"a model must be a tvm.IRModule, TVMScript source or a built-in model name "
-        f"(one of {', '.join(__import__('passlab.models').models.NAMES)}), "
-        f"not {type(model).__name__}"
-    )
+    return resolve_model(model)
 
 
 def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:

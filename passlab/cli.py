@@ -106,8 +106,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from .pipeline import Pipeline
     from .views.report import write_report
 
+    from .importers import resolve_model
+
     inserts = [_load_insert(spec) for spec in args.insert]
-    mod = models.by_name(args.model)
+    mod = resolve_model(args.model)
     pipe = Pipeline.default(args.target, variant=args.variant)
     for fn, where, anchor in inserts:
         pipe = pipe.insert(fn, **{where: anchor})
@@ -152,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
     r = sub.add_parser("report", help="build a built-in model while recording every pass, "
                                       "and write one self-contained HTML report")
-    r.add_argument("model", help=f"a built-in model: {', '.join(models.NAMES)}")
+    r.add_argument("model", help=f"a built-in model ({', '.join(models.NAMES)}) "
+                                 "or a .onnx/.pt2/.py file")
     r.add_argument("--insert", action="append", default=[], metavar="FN_SPEC",
                    help=f"insert a user pass: {_INSERT_FORM} (repeatable)")
     r.add_argument("--variant", default="fused", choices=("fused", "build"),
@@ -164,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, KeyError, ValueError, TypeError) as exc:
+    except (CliError, KeyError, ValueError, TypeError, OSError, ImportError) as exc:
         print(f"passlab: error: {exc}", file=sys.stderr)
         return 2
 

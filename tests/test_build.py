@@ -172,7 +172,7 @@ def test_tvm_pass_failure_is_named():
 
 
 def test_bad_model_and_target():
-    with pytest.raises(TypeError, match="a model must be a tvm.IRModule, TVMScript source"):
+    with pytest.raises(TypeError, match="cannot use .int. objects as models: a model is a built-in"):
         passlab.build(42)
     with pytest.raises(ValueError, match="unknown model 'resnt'; did you mean 'resnet'"):
         passlab.build("resnt")

@@ -11,7 +11,8 @@ import passlab
 
 MODULES = ["passlab", "passlab.pipeline", "passlab.trace", "passlab.build", "passlab.models",
            "passlab.analysis.diff", "passlab.analysis.graph", "passlab.analysis.buffers",
-           "passlab.views.report"]
+           "passlab.views.report", "passlab.importers", "passlab.backend",
+           "passlab.analysis.partitions", "passlab.research"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -309,7 +309,8 @@ def test_cli_report_unknown_model(tmp_path, capsys):
     assert cli.main(["report", "mpl", "-o", str(tmp_path / "x.html")]) == 2
     assert capsys.readouterr().err == (
         "passlab: error: unknown model 'mpl'; did you mean 'mlp'? Known model names: "
-        f"{', '.join(passlab.models.NAMES)}.\n")
+        f"{', '.join(passlab.models.NAMES)}. A model is a built-in name or the path of a "
+        ".onnx, .pt2, .py file.\n")
 
 
 def test_cli_report_of_a_failing_build_still_writes_it(tmp_path, capsys):

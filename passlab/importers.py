@@ -1,0 +1,452 @@
+"""Bring your own model: an IRModule from whatever the user has.
+
+:func:`load` picks the importer from what it is given: an IRModule (as is), TVMScript
+source, a ``tvm.relax.frontend.nn.Module``, an ONNX file or ``onnx.ModelProto``, a
+PyTorch ``nn.Module`` or ``torch.export.ExportedProgram``. Each importer's package is
+imported only when it is needed; a missing one names the extra to install.
+
+Every call into a TVM frontend lives in the ``_from_*`` functions at the bottom, so that a
+TVM upgrade touches only them.
+
+Examples
+--------
+>>> import passlab
+>>> from passlab.importers import load
+>>> load(passlab.models.mlp()) is not None
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _tvm, models
+from ._names import close_matches, unknown
+
+__all__ = ["load", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
+
+#: File suffixes :func:`load` reads, and what they hold.
+SUFFIXES: dict[str, str] = {
+    ".onnx": "ONNX model (onnx.save, torch.onnx.export)",
+    ".pt2": "PyTorch ExportedProgram (torch.export.save)",
+    ".py": "TVMScript source (IRModule.script())",
+}
+
+#: The pip extra that brings each importer's package.
+_EXTRAS = {"onnx": "onnx", "torch": "torch"}
+
+
+class ModelFormatError(ValueError):
+    """The thing given as a model is not one: a file that is not a model, an unknown file
+    type, or a model with operators the importer does not support."""
+
+
+class MissingImporterError(ImportError):
+    """The importer for this kind of model needs a package that is not installed."""
+
+
+def _need(module: str, what: str, package: str, extra: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingImporterError(
+            f"{what} needs the {package} package: pip install 'passlab[{extra}]' "
+            f"(or pip install {package}); importing it failed with: {exc}"
+        ) from exc
+
+
+# --------------------------------------------------------------------------- dispatch
+def load(
+    model: Any,
+    *,
+    spec: Mapping[str, Any] | None = None,
+    example_inputs: Sequence[Any] | None = None,
+    keep_params_in_input: bool = False,
+    dtype: str = "float32",
+    **shapes: Any,
+):
+    """Import ``model`` as a :class:`tvm.IRModule`, choosing the importer from its type.
+
+    Parameters
+    ----------
+    model
+        One of:
+
+        * a ``tvm.IRModule`` (returned as is);
+        * TVMScript source text (``IRModule.script()`` output);
+        * a path (``str`` or ``os.PathLike``) to a ``.onnx`` file, a ``.pt2`` exported
+          PyTorch program or a ``.py`` file of TVMScript;
+        * an ``onnx.ModelProto``;
+        * a ``tvm.relax.frontend.nn.Module`` (give ``spec=`` or the input shapes);
+        * a PyTorch ``torch.nn.Module`` (give ``example_inputs=``) or a
+          ``torch.export.ExportedProgram``.
+    spec
+        For a ``relax.frontend.nn.Module``: the ``export_tvm`` spec, e.g.
+        ``{"forward": {"x": nn.spec.Tensor((1, 16), "float32")}}``. Without it, the
+        shapes given as keywords make the spec of ``forward``.
+    example_inputs
+        For a ``torch.nn.Module``: the positional inputs ``torch.export.export`` traces
+        with, e.g. ``(torch.randn(1, 3, 32, 32),)``.
+    keep_params_in_input
+        ONNX and PyTorch: make the weights parameters of ``main`` after the inputs
+        (``num_input`` says how many inputs; for ONNX the weight values are in
+        ``mod["main"].attrs["params"]``). Default: weights are bound as constants, so
+        ``passlab.build(mod).run(x)`` computes with the real weights.
+    dtype
+        Element type of the inputs given by shape (``nn.Module``); ONNX reads its own.
+    **shapes
+        Input shapes by input name, e.g. ``load("m.onnx", input=(1, 3, 32, 32))``: fixes
+        the dynamic dimensions of ONNX inputs, or makes the spec of an ``nn.Module``.
+        Names that are not Python identifiers go through a dict:
+        ``load("m.onnx", **{"input.1": (1, 3, 224, 224)})``.
+
+    Returns
+    -------
+    tvm.IRModule
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist.
+    ModelFormatError
+        A file that is not a model, an unknown file type, or a model with operators the
+        importer does not support.
+    MissingImporterError
+        The importer's package (onnx, torch) is not installed; the message names the
+        extra to install.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> from passlab.importers import load
+    >>> mod = load(passlab.models.mlp().script())
+    >>> [gv.name_hint for gv in mod.get_global_vars()]
+    ['forward']
+    """
+    if _tvm.is_module(model):
+        _no_extras("an IRModule", spec, example_inputs, shapes)
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        if isinstance(model, str) and _looks_like_script(model):
+            _no_extras("TVMScript source", spec, example_inputs, shapes)
+            return _from_script(model, "the TVMScript given as the model")
+        return _load_path(Path(model), spec, example_inputs, keep_params_in_input, shapes)
+    kind = _kind(model)
+    if kind == "onnx":
+        return _from_onnx(model, shapes, keep_params_in_input, "the ONNX model")
+    if kind == "relax_nn":
+        return _from_relax_nn(model, spec, shapes, dtype)
+    if kind in ("torch_module", "torch_program"):
+        return _from_torch(model, example_inputs, keep_params_in_input, shapes)
+    raise TypeError(f"cannot import a {type(model).__module__}.{type(model).__qualname__}: "
+                    f"a model is {_WHAT}")
+
+
+_WHAT = ("a tvm.IRModule, TVMScript source, a path to a " + ", ".join(SUFFIXES) + " file, an "
+         "onnx.ModelProto, a tvm.relax.frontend.nn.Module, a torch.nn.Module or a "
+         "torch.export.ExportedProgram")
+
+
+def resolve_model(name_or_path: Any):
+    """An IRModule from a built-in model name (:data:`passlab.models.NAMES`) or a model
+    file path, as the command line takes it (anything else :func:`load` takes works too).
+
+    A name that is neither gives one error listing the built-in names (with close
+    matches) and the file types :func:`load` reads.
+
+    Examples
+    --------
+    >>> from passlab.importers import resolve_model
+    >>> [gv.name_hint for gv in resolve_model("mlp").get_global_vars()]
+    ['forward']
+    """
+    if isinstance(name_or_path, str) and name_or_path in models.NAMES:
+        return models.by_name(name_or_path)
+    if isinstance(name_or_path, os.PathLike) or (
+        isinstance(name_or_path, str) and _looks_like_path(name_or_path)
+    ):
+        return load(name_or_path)
+    if isinstance(name_or_path, str):
+        raise unknown(
+            "model", name_or_path, models.NAMES,
+            extra="A model is a built-in name or the path of a "
+            + ", ".join(SUFFIXES) + " file.",
+        )
+    if not _tvm.is_module(name_or_path) and _kind(name_or_path) is None:
+        raise TypeError(f"cannot use {type(name_or_path).__qualname__!r} objects as models: a "
+                        f"model is a built-in model name ({', '.join(models.NAMES)}), {_WHAT}")
+    return load(name_or_path)
+
+
+def _looks_like_script(text: str) -> bool:
+    head = text.lstrip()
+    return "\n" in text.strip() or head.startswith(("@", "# from tvm", "from tvm", "import tvm"))
+
+
+def _looks_like_path(text: str) -> bool:
+    return (os.sep in text or "/" in text or Path(text).suffix != "" or Path(text).exists())
+
+
+def _no_extras(what: str, spec: Any, example_inputs: Any, shapes: Mapping[str, Any]) -> None:
+    given = [k for k, v in (("spec", spec), ("example_inputs", example_inputs)) if v is not None]
+    given += list(shapes)
+    if given:
+        raise TypeError(
+            f"{', '.join(given)} given, but the model is {what}, whose shapes are already "
+            "fixed; these options are for ONNX, nn.Module and PyTorch models"
+        )
+
+
+def _kind(obj: Any) -> str | None:
+    """What kind of model ``obj`` is, judged from its class, without importing onnx or
+    torch (a torch object can only exist when torch is already imported)."""
+    for cls in type(obj).__mro__:
+        mod, name = cls.__module__, cls.__name__
+        if name == "ModelProto" and mod.startswith("onnx"):
+            return "onnx"
+        if name == "Module" and mod == "tvm.relax.frontend.nn.core":
+            return "relax_nn"
+        if name == "Module" and mod == "torch.nn.modules.module":
+            return "torch_module"
+        if name == "ExportedProgram" and mod.startswith("torch.export"):
+            return "torch_program"
+    return None
+
+
+def _load_path(path: Path, spec: Any, example_inputs: Any, keep: bool,
+               shapes: Mapping[str, Any]):
+    suffix = path.suffix.lower()
+    known = ", ".join(f"{s} ({d})" for s, d in SUFFIXES.items())
+    if path.is_dir():
+        raise ModelFormatError(f"{str(path)!r} is a directory, not a model file; passlab reads "
+                               f"{known}")
+    if suffix not in SUFFIXES:
+        hint = ""
+        if not path.suffix:
+            builtins = close_matches(str(path), models.NAMES)
+            hint = (f" If you meant a built-in model ({', '.join(repr(b) for b in builtins)}), "
+                    "use passlab.models.by_name." if builtins else
+                    f" Built-in models: {', '.join(models.NAMES)}.")
+        raise ModelFormatError(
+            f"cannot tell how to import {str(path)!r}: unknown file type "
+            f"{path.suffix or '(no suffix)'!r}. passlab reads {known}.{hint}"
+        )
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no model file {str(path)!r} (looked in {Path.cwd()}); give the path of an "
+            f"existing {suffix} file"
+        )
+    if suffix == ".onnx":
+        return _from_onnx(_read_onnx(path), shapes, keep, repr(str(path)))
+    if suffix == ".pt2":
+        torch = _need("torch", "PyTorch import", "torch", _EXTRAS["torch"])
+        try:
+            program = torch.export.load(str(path))
+        except Exception as exc:
+            raise ModelFormatError(
+                f"{str(path)!r} is not a PyTorch ExportedProgram: torch.export.load failed "
+                f"({type(exc).__name__}: {_first_line(exc)}). A .pt2 file is what "
+                "torch.export.save writes."
+            ) from None
+        return _from_torch(program, example_inputs, keep, shapes)
+    _no_extras("a TVMScript file", spec, example_inputs, shapes)
+    return _from_script(path.read_text(), repr(str(path)))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ------------------------------------------------------------------------- importers
+# Every call into a TVM frontend (or onnx/torch) is below.
+def _from_script(text: str, what: str):
+    try:
+        return _tvm.parse_script(text)
+    except Exception as exc:
+        raise ModelFormatError(
+            f"could not parse {what} as TVMScript ({type(exc).__name__}: "
+            f"{_first_line(exc)}); TVMScript is what IRModule.script() prints"
+        ) from None
+
+
+def _read_onnx(path: Path):
+    onnx = _need("onnx", "ONNX import", "onnx", _EXTRAS["onnx"])
+    what = f"{str(path)!r} is not an ONNX model"
+    right = "an ONNX model is the binary protobuf that onnx.save or torch.onnx.export write"
+    try:
+        model = onnx.load(str(path))
+    except Exception as exc:
+        raise ModelFormatError(
+            f"{what}: it does not parse as an ONNX protobuf ({type(exc).__name__}: "
+            f"{_first_line(exc)}); {right}"
+        ) from None
+    # Protobuf parses an empty file, and some text, as an empty message.
+    if model.ir_version == 0 or not model.graph.node:
+        raise ModelFormatError(
+            f"{what}: it parses as an empty ModelProto (ir_version {model.ir_version}, "
+            f"{len(model.graph.node)} nodes); {right}"
+        )
+    return model
+
+
+def _onnx_inputs(model) -> list[tuple[str, tuple]]:
+    """``[(name, shape)]`` of the graph's real inputs (not initializers); unknown
+    dimensions are their ``dim_param`` name or ``"?"``."""
+    inits = {i.name for i in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        out.append((vi.name, tuple(d.dim_value if d.HasField("dim_value") else
+                                   (d.dim_param or "?") for d in dims)))
+    return out
+
+
+def _unsupported_onnx_ops(model) -> dict[str, list[str]]:
+    """``{op_type: [node names]}`` of the nodes TVM's ONNX importer cannot convert."""
+    try:
+        from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+        known = set(_get_convert_map()) | {"If", "Constant"}
+    except Exception:  # private API moved: let from_onnx report instead
+        return {}
+    out: dict[str, list[str]] = {}
+    for i, node in enumerate(model.graph.node):
+        if node.op_type not in known:
+            out.setdefault(node.op_type, []).append(node.name or f"#{i}")
+    return out
+
+
+def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
+    _need("onnx", "ONNX import", "onnx", _EXTRAS["onnx"])
+    inputs = dict(_onnx_inputs(model))
+    for name, shape in shapes.items():
+        if name not in inputs:
+            raise unknown("ONNX input", name, inputs,
+                          extra=f"({what} has the inputs "
+                          + ", ".join(f"{n}{_shape_text(s)}" for n, s in inputs.items()) + ")")
+        _check_shape(name, shape, inputs[name])
+    unsupported = _unsupported_onnx_ops(model)
+    if unsupported:
+        raise ModelFormatError(_unsupported_message(what, unsupported))
+    from tvm.relax.frontend.onnx import from_onnx
+
+    shape_dict = {n: [int(d) for d in s] for n, s in shapes.items()}
+    try:
+        return from_onnx(model, shape_dict=shape_dict or None, keep_params_in_input=keep)
+    except NotImplementedError as exc:  # tvm.error.OpNotImplemented and friends
+        raise ModelFormatError(
+            f"TVM's ONNX importer cannot convert {what}: {_first_line(exc)}"
+        ) from None
+
+
+def _shape_text(shape: Sequence[Any]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+def _check_shape(name: str, shape: Any, declared: Sequence[Any]) -> None:
+    ok = isinstance(shape, (tuple, list)) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    if not ok:
+        raise TypeError(f"the shape of input {name!r} must be a tuple of ints, e.g. "
+                        f"(1, 3, 32, 32), not {shape!r}")
+    if declared and len(declared) != len(shape):
+        raise ValueError(f"input {name!r} has rank {len(declared)} "
+                         f"{_shape_text(declared)}, but the shape given has rank {len(shape)}: "
+                         f"{_shape_text(shape)}")
+    for d, (given, want) in enumerate(zip(shape, declared)):
+        if isinstance(want, int) and want > 0 and given != want:
+            raise ValueError(f"input {name!r} has size {want} in dimension {d} "
+                             f"{_shape_text(declared)}; the shape given says {given}")
+
+
+def _unsupported_message(what: str, unsupported: Mapping[str, list[str]]) -> str:
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    known = sorted(_get_convert_map())
+    parts = []
+    for op, nodes in sorted(unsupported.items()):
+        close = close_matches(op, known)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        where = ", ".join(repr(n) for n in nodes[:3]) + (", ..." if len(nodes) > 3 else "")
+        parts.append(f"{op}{hint} at node{'s' if len(nodes) > 1 else ''} {where}")
+    return (f"{what} uses operators TVM's ONNX importer does not support: "
+            + "; ".join(parts) + f". It converts {len(known)} operators (e.g. "
+            + ", ".join(known[:8]) + ", ...); replace or decompose the others before "
+            "export (e.g. a lower opset, or onnxsim).")
+
+
+def _from_relax_nn(module, spec: Mapping[str, Any] | None, shapes: Mapping[str, Any],
+                   dtype: str):
+    from tvm.relax.frontend import nn
+
+    if spec is None:
+        import inspect
+
+        params = [p for p in inspect.signature(module.forward).parameters]
+        if not shapes:
+            raise TypeError(
+                f"a tvm.relax.frontend.nn.Module needs its input shapes: give spec= or the "
+                f"shape of each input of forward({', '.join(params)}), e.g. "
+                f"load(module, {params[0] if params else 'x'}=(1, 16))"
+            )
+        for name in shapes:
+            if name not in params:
+                raise unknown("input of forward()", name, params)
+        missing = [p for p in params if p not in shapes]
+        if missing:
+            raise TypeError(f"no shape for the input(s) {', '.join(missing)} of forward(); "
+                            f"give {missing[0]}=(...)")
+        spec = {"forward": {n: s if not isinstance(s, (tuple, list)) else
+                            nn.spec.Tensor(tuple(s), dtype) for n, s in shapes.items()}}
+    elif shapes:
+        raise TypeError("give either spec= or input shapes, not both")
+    mod, _ = module.export_tvm(spec=spec)
+    return mod
+
+
+def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
+                shapes: Mapping[str, Any]):
+    torch = _need("torch", "PyTorch import", "torch", _EXTRAS["torch"])
+    _need("tvm.relax.frontend.torch", "PyTorch import", "torch", _EXTRAS["torch"])
+    from tvm.relax.frontend.torch import from_exported_program
+
+    if shapes:
+        raise TypeError(
+            f"input shapes ({', '.join(shapes)}) given for a PyTorch model: give "
+            "example_inputs=(torch.randn(...), ...) instead; torch.export traces with them"
+        )
+    if _kind(obj) == "torch_program":
+        if example_inputs is not None:
+            raise TypeError("example_inputs= is for a torch.nn.Module; an ExportedProgram "
+                            "already holds its inputs")
+        program = obj
+    else:
+        if example_inputs is None:
+            raise TypeError(
+                "a torch.nn.Module needs example_inputs= to trace with, e.g. "
+                "load(model, example_inputs=(torch.randn(1, 3, 32, 32),))"
+            )
+        if not isinstance(example_inputs, (tuple, list)):
+            example_inputs = (example_inputs,)
+        was_training = obj.training
+        try:
+            with torch.no_grad():
+                program = torch.export.export(obj.eval(), tuple(example_inputs))
+        finally:
+            obj.train(was_training)  # hand the user's module back in the mode it came
+    try:
+        return from_exported_program(program, keep_params_as_input=keep,
+                                     unwrap_unit_return_tuple=True)
+    except (NotImplementedError, AssertionError, ValueError) as exc:
+        raise ModelFormatError(
+            f"TVM's PyTorch importer cannot convert this program: {type(exc).__name__}: "
+            f"{_first_line(exc)}"
+        ) from None

@@ -12,7 +12,9 @@ import passlab
 MODULES = ["passlab", "passlab.pipeline", "passlab.trace", "passlab.build", "passlab.models",
            "passlab.analysis.diff", "passlab.analysis.graph", "passlab.analysis.buffers",
            "passlab.views.report", "passlab.importers", "passlab.backend",
-           "passlab.analysis.partitions", "passlab.research"]
+           "passlab.analysis.partitions", "passlab.research", "passlab.research.predicates",
+           "passlab.research.compare", "passlab.research.blame", "passlab.research.rerun",
+           "passlab.research.bisect"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import re
 
 import numpy as np
@@ -248,17 +246,6 @@ def test_rerun_unchanged_and_disabled(mlp_build):
 
 
 # ------------------------------------------------------------------ docs, imports
-@pytest.mark.parametrize("name", ["passlab.research", "passlab.research.predicates",
-                                  "passlab.research.compare", "passlab.research.blame",
-                                  "passlab.research.rerun", "passlab.research.bisect"])
-def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, extraglobs={"passlab": passlab}, verbose=False,
-                             optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0, f"{name} has no examples"
-    assert result.failed == 0
-
-
 def test_import_research_is_cheap():
     import subprocess
     import sys

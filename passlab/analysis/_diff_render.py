@@ -217,9 +217,9 @@ def _sbs_rows(fd: Any, max_lines: int) -> Iterator[str]:
             else:
                 old_html = "" if old is None else html.escape(old)
                 new_html = "" if new is None else html.escape(new)
-            left = (f'<td class="pl-code pl-empty"></td>' if old is None
+            left = ('<td class="pl-code pl-empty"></td>' if old is None
                     else f'<td class="pl-code pl-del">{old_html}</td>')
-            right = (f'<td class="pl-code pl-empty"></td>' if new is None
+            right = ('<td class="pl-code pl-empty"></td>' if new is None
                      else f'<td class="pl-code pl-add">{new_html}</td>')
         yield f"<tr>{_ln(i)}{left}{_ln(j)}{right}</tr>"
 

@@ -8,7 +8,6 @@ report is always written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .. import _tvm
 from .._render import NO_LAYOUT as _NO_LAYOUT

@@ -25,6 +25,11 @@ backend without a codegen can be inspected: TVM 0.27 can partition with no exter
 codegen registered, but neither ``RunCodegen`` nor a CPU build can handle the partitioned
 module then.
 
+This module holds what a user touches: :class:`Backend`, :func:`apply_backend`,
+:func:`preview`, :func:`partition` and :func:`host_fallback`. Behind them:
+:mod:`passlab._backend_patterns` (resolving pattern items), :mod:`passlab._backend_passes`
+(the TVM transforms) and :mod:`passlab._backend_pipeline` (where the entries go).
+
 Examples
 --------
 >>> import passlab
@@ -41,28 +46,23 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import _tvm
+from . import _backend_passes, _backend_pipeline, _tvm
+from ._backend_passes import composite_names as composite_names  # re-exported
+from ._backend_patterns import PATTERN_MODULES, is_single_pattern, resolve
 from ._names import unknown
-from .pipeline import PassEntry, Pipeline, Stage, _user_entry
+from .pipeline import Pipeline, Stage
 
 __all__ = ["Backend", "apply_backend", "preview", "partition", "PHASES", "PartitionWarning"]
 
 #: Phase names, in pipeline order (see the module docstring for where each runs).
 PHASES: tuple[str, ...] = ("before_partition", "after_partition", "after_fusion",
                            "before_lowering", "after_memory_plan")
-
-#: TVM modules that register pattern sets when imported (``tvm.relax.backend.contrib``).
-_PATTERN_MODULES = {
-    "tensorrt": "tvm.relax.backend.contrib.tensorrt",
-    "example_npu": "tvm.relax.backend.contrib.example_npu",
-}
 
 #: How the partitioned regions are handled in a full build.
 CODEGENS = ("auto", "external", "host", "none")
@@ -129,7 +129,7 @@ class Backend:
                 f"'Codegen' attribute and the prefix of pattern names), not {self.name!r}"
             )
         pats = self.patterns
-        if isinstance(pats, (str, tuple)) and _is_single_pattern(pats):
+        if isinstance(pats, (str, tuple)) and is_single_pattern(pats):
             pats = (pats,)
         elif isinstance(pats, Mapping):
             pats = tuple(pats.items())
@@ -145,14 +145,14 @@ class Backend:
         highest priority first."""
         if not self.patterns:
             try:
-                return _resolve(self.name, self.name)
+                return resolve(self.name, self.name)
             except ValueError:
                 raise ValueError(
                     f"backend {self.name!r} has no patterns, and none are registered under "
                     f"its name: give patterns=[(name, pattern), ...] or the name of a "
-                    f"registered set ({', '.join(_PATTERN_MODULES)})"
+                    f"registered set ({', '.join(PATTERN_MODULES)})"
                 ) from None
-        return [p for item in self.patterns for p in _resolve(item, self.name)]
+        return [p for item in self.patterns for p in resolve(item, self.name)]
 
     @property
     def pattern_names(self) -> tuple[str, ...]:
@@ -223,12 +223,6 @@ def _pass_label(p: Any) -> str:
     return getattr(p, "__name__", None) or type(p).__name__
 
 
-def _is_single_pattern(p: Any) -> bool:
-    """A lone ``"tensorrt"`` or ``("name", pattern)`` rather than a list of them."""
-    return isinstance(p, str) or (
-        len(p) >= 2 and isinstance(p[0], str) and not isinstance(p[1], str))
-
-
 def _normalize_passes(passes: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     items = passes.items() if isinstance(passes, Mapping) else passes
     found: dict[str, tuple[Any, ...]] = {}
@@ -245,130 +239,14 @@ def _normalize_passes(passes: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     return tuple((p, found[p]) for p in PHASES if found.get(p))
 
 
-# ------------------------------------------------------------------- pattern registry
-def _registry():
-    from tvm.relax.backend import pattern_registry
-
-    return pattern_registry
-
-
-def _load_pattern_module(prefix: str) -> None:
-    module = _PATTERN_MODULES.get(prefix.split(".")[0])
-    if module is not None:
-        importlib.import_module(module)
-
-
-def _registered_names() -> list[str]:
-    for module in _PATTERN_MODULES.values():
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    return [p.name for p in _registry().get_patterns_with_prefix("")]
-
-
-def _resolve(item: Any, backend: str) -> list[Any]:
-    from tvm.relax.dpl import DFPattern
-    from tvm.relax.transform import FusionPattern
-
-    if isinstance(item, str):
-        _load_pattern_module(item)
-        reg = _registry()
-        found = list(reg.get_patterns_with_prefix(item + ".")) or (
-            [p] if (p := reg.get_pattern(item)) is not None else [])
-        if not found:
-            names = _registered_names()
-            if "." in item:
-                raise unknown("registered pattern", item, names,
-                              extra="Give (name, pattern) tuples for your own patterns.")
-            raise unknown("pattern set", item, sorted({n.split(".")[0] for n in names}),
-                          extra="One registered pattern can be named in full (e.g. "
-                          "'example_npu.conv2d'); give (name, pattern) tuples for your own "
-                          "patterns.")
-        return [_renamed(p, backend, registered=True) for p in found]
-    if isinstance(item, FusionPattern):
-        return [_renamed(item, backend, registered=True)]
-    if isinstance(item, tuple) and 2 <= len(item) <= 4 and isinstance(item[0], str):
-        name, pattern, *rest = item
-        if not isinstance(pattern, DFPattern):
-            raise TypeError(f"pattern {name!r}: the second item must be a tvm.relax.dpl "
-                            f"pattern (e.g. is_op('relax.nn.relu')(wildcard())), not "
-                            f"{type(pattern).__name__}")
-        annotations, check = {}, None
-        if len(rest) == 1:
-            if isinstance(rest[0], Mapping):
-                annotations = dict(rest[0])
-            elif callable(rest[0]):
-                check = rest[0]
-            else:
-                raise TypeError(f"pattern {name!r}: the third item must be a check function or "
-                                f"a mapping of annotation patterns, not {type(rest[0]).__name__}")
-        elif len(rest) == 2:
-            annotations, check = dict(rest[0] or {}), rest[1]
-        return [_renamed(FusionPattern(name, pattern, annotations, check), backend,
-                         registered=False)]
-    raise TypeError(
-        f"cannot use {item!r} as a pattern of backend {backend!r}: give (name, pattern), "
-        "(name, pattern, check), a FusionPattern or the name of a registered pattern set"
-    )
-
-
-def _renamed(p: Any, backend: str, registered: bool) -> Any:
-    """``p`` named ``<backend>.<rest>``: TVM derives the codegen from the prefix."""
-    from tvm.relax.transform import FusionPattern
-
-    name = str(p.name)
-    if name.startswith(backend + "."):
-        return p
-    rest = name.split(".", 1)[1] if registered and "." in name else name
-    return FusionPattern(f"{backend}.{rest}", p.pattern, dict(p.annotation_patterns),
-                         p.check, getattr(p, "attrs_getter", None))
-
-
-# ----------------------------------------------------------------------- the passes
-def _with_entry_as_main(mod: Any, fn: Callable[[Any], Any]) -> Any:
-    """Run ``fn`` on the entry function alone, named ``main``, and put the module back
-    together after.
-
-    ``MergeCompositeFunctions`` (TVM 0.27) only looks at a function called ``main`` and
-    fails on modules with other public Relax functions; the built-in models' entry is
-    ``forward``. So the other public Relax functions are set aside (and returned
-    untouched), and the entry is renamed through ``global_symbol`` and
-    ``NormalizeGlobalVar``, which also updates every call of it.
-    """
-    tvm, relax = _tvm.tvm(), _tvm.relax()
-    entry = _tvm.entry_function(mod)
-    aside = {gv: f for gv, f in mod.functions_items()
-             if gv.name_hint != entry and isinstance(f, relax.Function)
-             and f.attrs is not None and "global_symbol" in f.attrs}
-    sub = mod if not aside else tvm.IRModule(
-        {gv: f for gv, f in mod.functions_items() if gv not in aside},
-        attrs=mod.attrs, global_infos=mod.global_infos)
-    if entry != "main":
-        sub = _rename(sub, {entry: "main"})
-    out = fn(sub)
-    if entry != "main":
-        out = _rename(out, {"main": entry})
-    if not aside:
-        return out
-    funcs = dict(out.functions_items())
-    taken = {gv.name_hint for gv in funcs}
-    clash = [gv.name_hint for gv in aside if gv.name_hint in taken]
-    if clash:
-        raise ValueError(f"partitioning made functions named like existing ones: {clash}")
-    return tvm.IRModule({**funcs, **aside}, attrs=out.attrs, global_infos=out.global_infos)
-
-
-def _rename(mod: Any, renames: Mapping[str, str]) -> Any:
-    relax = _tvm.relax()
-    tvm = _tvm.tvm()
-    funcs = {}
-    for gv, func in mod.functions_items():
-        if gv.name_hint in renames:
-            func = func.with_attr("global_symbol", renames[gv.name_hint])
-        funcs[gv] = func
-    new = tvm.IRModule(funcs, attrs=mod.attrs, global_infos=mod.global_infos)
-    return relax.transform.NormalizeGlobalVar()(new)
+# ----------------------------------------------------------------------- entry points
+def as_backend(backend: Any) -> Backend:
+    if isinstance(backend, Backend):
+        return backend
+    if isinstance(backend, str):
+        return Backend(backend)
+    raise TypeError(f"a backend is a passlab.backend.Backend or the name of a registered "
+                    f"pattern set, not {type(backend).__name__}")
 
 
 def partition(mod: Any, backend: Backend | str, merge: bool = True) -> Any:
@@ -380,19 +258,9 @@ def partition(mod: Any, backend: Backend | str, merge: bool = True) -> Any:
     (``annotate_codegen=True``). Weights stay arguments of the regions
     (``bind_constants=False``), so they show as traffic. Only the entry function is
     partitioned; modules whose entry is ``forward`` are handled (see
-    :func:`_with_entry_as_main`).
+    :func:`passlab._backend_passes.with_entry_as_main`).
     """
-    b = as_backend(backend)
-    relax = _tvm.relax()
-    patterns = b.fusion_patterns()
-
-    def run(m):
-        m = relax.transform.FuseOpsByPattern(patterns, bind_constants=False,
-                                             annotate_codegen=not merge,
-                                             entry_functions=["main"])(m)
-        return relax.transform.MergeCompositeFunctions()(m) if merge else m
-
-    return _with_entry_as_main(mod, run)
+    return _backend_passes.partition_module(mod, as_backend(backend).fusion_patterns(), merge)
 
 
 def host_fallback(mod: Any, backend: Backend | str) -> Any:
@@ -404,101 +272,7 @@ def host_fallback(mod: Any, backend: Backend | str) -> Any:
     regions' composite functions would be lifted as well (one backend per build is what
     this supports).
     """
-    name = as_backend(backend).name
-    tvm, relax = _tvm.tvm(), _tvm.relax()
-    funcs, hit = {}, False
-    for gv, func in mod.functions_items():
-        attrs = getattr(func, "attrs", None)
-        if attrs is not None and "Codegen" in attrs and str(attrs["Codegen"]) == name:
-            func = func.without_attr("Codegen").without_attr("global_symbol")
-            hit = True
-        funcs[gv] = func
-    if not hit:
-        return mod
-    new = tvm.IRModule(funcs, attrs=mod.attrs, global_infos=mod.global_infos)
-    new = relax.transform.LambdaLift()(new)  # composite closures become private functions
-    new = relax.transform.InlinePrivateFunctions()(new)
-    # Inlined results come out as dataflow-block outputs, which would keep FuseOps from
-    # fusing across them; CanonicalizeBindings makes them dataflow variables again.
-    return relax.transform.CanonicalizeBindings()(new)
-
-
-def _codegen_pass(b: Backend) -> tuple[str, Callable[[Any], Any], str]:
-    mode = b.codegen
-    if mode == "auto":
-        mode = "external" if b.codegen_registered() else "host"
-    if mode == "external":
-        if not b.codegen_registered():
-            raise ValueError(
-                f"backend {b.name!r} asks for codegen='external', but TVM has no codegen "
-                f"'relax.ext.{b.name}' registered; register one, or use codegen='host' to "
-                "compile the regions for the host, or preview() to stop at partitioning"
-            )
-
-        def run_codegen(mod):
-            return _tvm.relax().transform.RunCodegen(
-                None, [_tvm.entry_function(mod)])(mod)
-
-        return (f"codegen_for_{b.name}", run_codegen,
-                f"backend {b.name}: RunCodegen (relax.ext.{b.name})")
-    if mode == "host":
-        return (f"host_fallback_{b.name}", lambda mod: host_fallback(mod, b),
-                f"backend {b.name}: no codegen, regions inlined back for the host")
-    return "", None, ""  # "none"
-
-
-# --------------------------------------------------------------------- pipeline edits
-def as_backend(backend: Any) -> Backend:
-    if isinstance(backend, Backend):
-        return backend
-    if isinstance(backend, str):
-        return Backend(backend)
-    raise TypeError(f"a backend is a passlab.backend.Backend or the name of a registered "
-                    f"pattern set, not {type(backend).__name__}")
-
-
-def _entries(b: Backend, phase: str) -> tuple[PassEntry, ...]:
-    return tuple(_user_entry(p, None, f"backend {b.name}: {phase}") for p in b.phase(phase))
-
-
-def _stage_index(pipe: Pipeline, name: str, phase: str) -> int:
-    if name not in pipe.stage_names:
-        raise ValueError(f"phase {phase!r} needs the {name!r} stage, which this pipeline "
-                         f"does not have (stages: {', '.join(pipe.stage_names)})")
-    return pipe.stage_names.index(name)
-
-
-def _apply(pipe: Pipeline, b: Backend, offload: bool) -> tuple[Pipeline, int, int]:
-    """The edited pipeline, and (stage, pass) index of its last partition-phase entry."""
-    stages = list(pipe.stages)
-    li = _stage_index(pipe, "legalize", "partition")
-    legal = list(stages[li].passes)
-    at = next((i for i, e in enumerate(legal) if e.name == "LegalizeOps" and e.origin == "tvm"), 0)
-    part = PassEntry(f"partition_for_{b.name}", lambda mod: partition(mod, b), "user", True,
-                     f"backend {b.name}: FuseOpsByPattern + MergeCompositeFunctions, "
-                     f"{len(b.fusion_patterns())} patterns")
-    block = [*_entries(b, "before_partition"), part, *_entries(b, "after_partition")]
-    cut = at + len(block) - 1
-    if offload:
-        name, fn, note = _codegen_pass(b)
-        if fn is not None:
-            block.append(PassEntry(name, fn, "user", True, note))
-    legal[at:at] = block
-    legal += _entries(b, "after_fusion")
-    stages[li] = Stage(stages[li].name, tuple(legal))
-    if b.phase("before_lowering"):
-        di = _stage_index(pipe, "dataflow_lower", "before_lowering")
-        stages[di] = Stage(stages[di].name, _entries(b, "before_lowering") + stages[di].passes)
-    if b.phase("after_memory_plan"):
-        fi = _stage_index(pipe, "finalize", "after_memory_plan")
-        fin = list(stages[fi].passes)
-        pos = next((i for i, e in enumerate(fin) if e.name == "StaticPlanBlockMemory"), None)
-        if pos is None:
-            raise ValueError("phase 'after_memory_plan' needs StaticPlanBlockMemory, which "
-                             "this pipeline does not run")
-        fin[pos + 1:pos + 1] = _entries(b, "after_memory_plan")
-        stages[fi] = Stage(stages[fi].name, tuple(fin))
-    return dataclasses.replace(pipe, stages=tuple(stages)), li, cut
+    return _backend_passes.inline_regions(mod, as_backend(backend).name)
 
 
 def apply_backend(pipeline: Pipeline, backend: Backend | str) -> Pipeline:
@@ -514,10 +288,9 @@ def apply_backend(pipeline: Pipeline, backend: Backend | str) -> Pipeline:
     """
     if not isinstance(pipeline, Pipeline):
         raise TypeError(f"apply_backend needs a passlab.Pipeline, not {type(pipeline).__name__}")
-    return _apply(pipeline, as_backend(backend), offload=True)[0]
+    return _backend_pipeline.insert_entries(pipeline, as_backend(backend), offload=True)[0]
 
 
-# -------------------------------------------------------------------------- preview
 def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
             pipeline: Pipeline | None = None):
     """Record the pipeline from its start through partitioning and the backend's
@@ -554,7 +327,7 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
     b = as_backend(backend)
     mod = as_module(model)
     pipe = pipeline if pipeline is not None else Pipeline.default(target)
-    full, si, cut = _apply(pipe, b, offload=False)
+    full, si, cut = _backend_pipeline.insert_entries(pipe, b, offload=False)
     stages = full.stages[:si] + (Stage(full.stages[si].name, full.stages[si].passes[:cut + 1]),)
     short = dataclasses.replace(full, stages=stages)
     rec = Recorder()
@@ -573,54 +346,8 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
         raise _error_class(type(original))(_message(trace), trace, original) from exc
-    found = _unmatched_message(b, out)
+    found = _backend_passes.unmatched_message(b, out)
     if found:
         meta["warnings"] = [found]
         warnings.warn(found, PartitionWarning, stacklevel=2)
     return from_events(state.events, meta, ROOT_NAME, short.stage_names, users)
-
-
-def composite_names(mod: Any) -> list[str]:
-    """Names of every ``Composite`` function in ``mod``, top-level or inside a region."""
-    relax = _tvm.relax()
-    found: list[str] = []
-
-    def visit(func: Any) -> None:
-        attrs = getattr(func, "attrs", None)
-        if attrs is not None and "Composite" in attrs:
-            found.append(str(attrs["Composite"]))
-        for block in getattr(getattr(func, "body", None), "blocks", ()):
-            for binding in block.bindings:
-                if isinstance(binding.value, relax.Function):
-                    visit(binding.value)
-
-    for _, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            visit(func)
-    return found
-
-
-def _unmatched_message(b: Backend, mod: Any) -> str:
-    used = set(composite_names(mod))
-    names = b.pattern_names
-    if not any(n in used for n in names):
-        return (f"backend {b.name!r}: none of its {len(names)} patterns matched "
-                f"({', '.join(names[:10])}{', ...' if len(names) > 10 else ''}); nothing is "
-                "offloaded. Check the op names (e.g. 'relax.nn.conv2d') and that the model "
-                "has those ops before LegalizeOps.")
-    own = [p for p in _own_pattern_names(b) if p not in used]
-    if own:
-        return (f"backend {b.name!r}: {len(own)} of its patterns matched nothing: "
-                f"{', '.join(own)}")
-    return ""
-
-
-def _own_pattern_names(b: Backend) -> list[str]:
-    """Names of the patterns declared as tuples (registered sets are broad on purpose,
-    so their unmatched patterns are not worth a warning)."""
-    out: list[str] = []
-    for item in b.patterns:
-        if isinstance(item, tuple):
-            out.extend(p.name for p in _resolve(item, b.name))
-    return out
-

@@ -1,6 +1,12 @@
 """The fused operator graph of a Relax function: which kernels run, what they contain,
 and which tensors flow between them.
 
+This module holds the data (:class:`Node`, :class:`Edge`, :class:`Cluster`,
+:class:`FusedGraph`) and :func:`fused_graph`, which turns a walk of the function
+(:mod:`passlab.analysis._walk`) into nodes and edges. Drawing (DOT, text, HTML) lives in
+:mod:`passlab.analysis._graph_render`; ``region=`` and ``collapse=`` in
+:mod:`passlab.analysis._graph_focus`.
+
 Examples
 --------
 >>> import passlab
@@ -12,22 +18,16 @@ Examples
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from passlab import _render
 
-from . import _ir
+from . import _graph_focus, _graph_render, _ir
+from ._graph_render import TERMINALS as TERMINALS  # node kinds that are data, not computation
 
 __all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster"]
-
-#: Node kinds that are data, not computation.
-TERMINALS = frozenset({"input", "weight", "constant", "output"})
-_FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant": "#eeeeee",
-         "op": "#fff2cc", "kernel": "#fff2cc", "fused": "#ffd8a8", "composite": "#e5dbff",
-         "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5"}
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Edge:
 
     @property
     def label(self) -> str:
-        return f"{self.tensor}: {self.shape_text} {self.dtype}, {_bytes_text(self)}"
+        return f"{self.tensor}: {self.shape_text} {self.dtype}, {_graph_render.bytes_text(self)}"
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,6 @@ class Cluster:
     label: str
     kind: str = "codegen"
     parent: str | None = None
-
-
-def _bytes_text(e: Edge) -> str:
-    return f"{e.bytes} B" if e.bytes is not None else f"{e.size} B"
 
 
 @dataclass(frozen=True)
@@ -135,49 +131,9 @@ class FusedGraph:
         return tuple(e for e in self.edges if e.src == node_id)
 
     # ------------------------------------------------------------------ rendering
-    def _shown(self) -> tuple[tuple[Node, ...], tuple[Edge, ...], tuple[str, ...]]:
-        notes = self.notes
-        nodes = self.nodes
-        if self.max_nodes is not None and len(nodes) > self.max_nodes:
-            nodes = nodes[: self.max_nodes]
-            notes += (f"shown {len(nodes)} of {len(self.nodes)} nodes (max_nodes="
-                      f"{self.max_nodes}; use region= or collapse=True to focus)",)
-        ids = {n.id for n in nodes}
-        edges = tuple(e for e in self.edges if e.src in ids and e.dst in ids)
-        return nodes, edges, notes
-
     def to_dot(self) -> str:
         """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels)."""
-        nodes, edges, notes = self._shown()
-        title = f"{self.function}" + "".join(f"\n{n}" for n in notes)
-        out = [f"digraph {_q(self.function)} {{",
-               f"  graph [rankdir=TB, fontname=Helvetica, labelloc=t, label={_q(title)}];",
-               "  node [fontname=Helvetica, fontsize=10];",
-               "  edge [fontname=Helvetica, fontsize=8, color=\"#555555\"];"]
-        by_cluster: dict[str | None, list[str]] = {}
-        for n in nodes:
-            by_cluster.setdefault(n.cluster, []).append(f"{_q(n.id)} {_node_attrs(n)};")
-        out += ["  " + line for line in by_cluster.pop(None, [])]
-        children: dict[str | None, list[Cluster]] = {}
-        for c in self.clusters:
-            children.setdefault(c.parent, []).append(c)
-
-        def emit(c: Cluster, depth: int) -> None:
-            pad = "  " * depth
-            out.append(f"{pad}subgraph {_q('cluster_' + c.id)} {{")
-            out.append(f"{pad}  label={_q(c.label)}; style=\"rounded,dashed\"; color=\"#7048e8\";")
-            out.extend(f"{pad}  {line}" for line in by_cluster.get(c.id, []))
-            for sub in children.get(c.id, []):
-                emit(sub, depth + 1)
-            out.append(f"{pad}}}")
-
-        for c in children.get(None, []):
-            emit(c, 1)
-        for e in edges:
-            label = f"{e.tensor}\n{e.shape_text} {e.dtype}\n{_bytes_text(e)}"
-            out.append(f"  {_q(e.src)} -> {_q(e.dst)} [label={_q(label)}];")
-        out.append("}")
-        return "\n".join(out) + "\n"
+        return _graph_render.to_dot(self)
 
     def to_svg(self) -> str:
         """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
@@ -186,54 +142,12 @@ class FusedGraph:
 
     def to_text(self) -> str:
         """A readable listing: one line per node, its input tensors indented below."""
-        nodes, edges, notes = self._shown()
-        counts: dict[str, int] = {}
-        for n in self.nodes:
-            counts[n.kind] = counts.get(n.kind, 0) + 1
-        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
-        lines = [f"fused graph of {self.function}: {len(self.nodes)} nodes ({summary}), "
-                 f"{len(self.edges)} edges"] + [f"  note: {n}" for n in notes]
-        incoming: dict[str, list[Edge]] = {}
-        for e in edges:
-            incoming.setdefault(e.dst, []).append(e)
-        for n in nodes:
-            head = f"  [{n.kind}] {n.id}"
-            if n.kind not in TERMINALS:
-                head += f" = {n.label}"
-                if n.ops and n.ops != (n.label,):
-                    head += f" [{' + '.join(n.ops)}]"
-                if n.pattern is not None:
-                    head += f" ({n.pattern_name})"
-            if n.cluster:
-                head += f" in {n.cluster}"
-            lines.append(head)
-            lines += [f"      <- {e.label}" + (f" (from {e.src})" if e.src != e.tensor else "")
-                      for e in incoming.get(n.id, [])]
-        return "\n".join(lines)
+        return _graph_render.to_text(self)
 
     def to_html(self) -> str:
         """SVG when a layout program is installed, else an HTML table; IR names are
         escaped."""
-        nodes, edges, notes = self._shown()
-        head = (f"<p><b>fused graph of {_render.esc(self.function)}</b>: {len(self.nodes)} "
-                f"nodes, {len(self.edges)} edges</p>"
-                + "".join(f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes))
-        if _render.layout_program():
-            try:
-                svg = self.to_svg()
-                svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
-                return f'<div class="passlab-graph">{head}{svg}</div>'
-            except (RuntimeError, OSError):
-                pass  # fall back to the table
-        incoming: dict[str, list[str]] = {}
-        for e in edges:
-            incoming.setdefault(e.dst, []).append(e.label + (f" from {e.src}" if e.src != e.tensor
-                                                              else ""))
-        rows = [[n.id, n.kind, n.label, " + ".join(n.ops), n.pattern_name,
-                 "; ".join(incoming.get(n.id, []))] for n in nodes]
-        table = _render.html_table(["node", "kind", "label", "ops", "pattern", "inputs"], rows,
-                                   classes=[n.kind for n in nodes])
-        return f'<div class="passlab-graph">{head}{table}</div>'
+        return _graph_render.to_html(self)
 
     def to_dataframe(self, table: str = "nodes") -> Any:
         """The nodes (``table="nodes"``) or edges (``"edges"``) as a pandas DataFrame."""
@@ -247,30 +161,6 @@ class FusedGraph:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return _render.mimebundle(self)
-
-
-def _q(s: str) -> str:
-    """A DOT quoted string: backslashes and quotes escaped, newlines as DOT line breaks."""
-    parts = str(s).split("\n")
-    return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') for p in parts) + '"'
-
-
-def _node_attrs(n: Node) -> str:
-    esc = html.escape
-    lines = [f"<B>{esc(n.label)}</B>"]
-    if n.kind in TERMINALS and n.label != n.id:
-        lines[0] = f"<B>{esc(n.id)}</B>"
-    if n.ops and n.ops != (n.label,):
-        rows = [" + ".join(n.ops[i:i + 6]) for i in range(0, len(n.ops), 6)]  # wrap long lists
-        lines.append(f'<FONT POINT-SIZE="9">{"<BR/>".join(esc(r) for r in rows)}</FONT>')
-    if n.pattern is not None:
-        lines.append(f'<FONT POINT-SIZE="8" COLOR="#666666">{esc(n.pattern_name)}</FONT>')
-    shape = {"input": "oval", "output": "oval", "weight": "note", "constant": "note"}.get(
-        n.kind, "box")
-    style = "filled" if n.kind in TERMINALS else "rounded,filled"
-    size = ", fontsize=8, height=0.3" if n.kind in ("weight", "constant") else ""
-    return (f"[shape={shape}, style={_q(style)}, fillcolor={_q(_FILL.get(n.kind, '#ffffff'))}"
-            f"{size}, label=<{'<BR/>'.join(lines)}>]")
 
 
 def fused_graph(
@@ -327,9 +217,9 @@ def fused_graph(
     walk = walker.walk(name)
     graph = _from_walk(walk, max_nodes)
     if region is not None:
-        graph = _region(graph, region)
+        graph = _graph_focus.keep_region(graph, region)
     if collapse:
-        graph = _collapse(graph)
+        graph = _graph_focus.collapse(graph)
     return graph
 
 
@@ -390,106 +280,3 @@ def _from_walk(w: _ir.Walk, max_nodes: int | None) -> FusedGraph:
             source(p)
     clusters = tuple(Cluster(cid, label, "codegen", parent) for cid, label, parent in w.clusters)
     return FusedGraph(w.function, tuple(nodes), tuple(edges), clusters, len(nodes), max_nodes)
-
-
-def _region(g: FusedGraph, region: str | tuple[int, int]) -> FusedGraph:
-    if isinstance(region, str):
-        text = region.lower()
-        keep = {n.id for n in g.nodes if n.kind not in TERMINALS and any(
-            text in s.lower() for s in (n.id, n.label, *n.ops))}
-        what = f"region {region!r}"
-        if not keep:
-            from passlab._names import unknown
-
-            labels = [n.label for n in g.nodes if n.kind not in TERMINALS]
-            raise unknown("region", region, labels, "A region matches node ids, labels or ops.")
-    else:
-        if not (isinstance(region, tuple) and len(region) == 2
-                and all(isinstance(i, int) for i in region)):
-            raise TypeError("region must be text or a (start, stop) pair of binding indices, "
-                            f"not {region!r}")
-        start, stop = region
-        keep = {n.id for n in g.nodes if n.kind not in TERMINALS and n.binding is not None
-                and start <= n.binding < stop}
-        what = f"bindings [{start}, {stop})"
-        if not keep:
-            raise ValueError(f"no call of {g.function} has a binding index in [{start}, {stop})")
-    kinds = {n.id: n.kind for n in g.nodes}
-    for e in g.edges:  # the data a kept call touches
-        if e.dst in keep and kinds[e.src] in TERMINALS:
-            keep.add(e.src)
-        if e.src in keep and kinds[e.dst] in TERMINALS:
-            keep.add(e.dst)
-    nodes = tuple(n for n in g.nodes if n.id in keep)
-    edges = tuple(e for e in g.edges if e.src in keep and e.dst in keep)
-    note = f"{what}: {len(nodes)} of {g.total_nodes} nodes"
-    return replace(g, nodes=nodes, edges=edges, notes=g.notes + (note,))
-
-
-def _signatures(g: FusedGraph, calls: list[Node]) -> list[tuple]:
-    ins: dict[str, list[tuple]] = {}
-    outs: dict[str, set[tuple]] = {}
-    for e in g.edges:
-        ins.setdefault(e.dst, []).append((e.shape, e.dtype))
-        outs.setdefault(e.src, set()).add((e.tensor, e.shape, e.dtype))
-    return [(n.kind, n.label, n.ops, tuple(ins.get(n.id, ())),
-             tuple(sorted(((s, d) for _, s, d in outs.get(n.id, ())), key=str))) for n in calls]
-
-
-def _best_repeat(sig: list[tuple], min_block: int) -> tuple[int, int, int] | None:
-    """(start, period, repetitions) of the periodic run that saves the most nodes."""
-    best, saved = None, 0
-    for p in range(min_block, len(sig) // 2 + 1):
-        run = 0
-        for i in range(len(sig) - p + 1):
-            if i < len(sig) - p and sig[i] == sig[i + p]:
-                run += 1
-                continue
-            reps = (run + p) // p
-            if reps >= 2 and (reps - 1) * p > saved:
-                best, saved = (i - run, p, reps), (reps - 1) * p
-            run = 0
-    return best
-
-
-def _collapse(g: FusedGraph, min_block: int = 3) -> FusedGraph:
-    """Fold periodic runs of identical calls: keep the first block, one ``repeat`` node."""
-    notes = list(g.notes)
-    for k in range(1, 100):
-        calls = [n for n in g.nodes if n.kind not in TERMINALS and n.kind != "repeat"]
-        found = _best_repeat(_signatures(g, calls), min_block)
-        if found is None:
-            break
-        start, period, reps = found
-        gone = {n.id for n in calls[start + period: start + reps * period]}
-        consumers: dict[str, set[str]] = {}
-        for e in g.edges:
-            consumers.setdefault(e.src, set()).add(e.dst)
-        kinds = {n.id: n.kind for n in g.nodes}
-        gone |= {s for s, ds in consumers.items() if kinds[s] in ("weight", "constant")
-                 and ds <= gone}
-        first = calls[start + period]
-        rid = f"repeat{k}"
-        block = calls[start: start + period]
-        rep = Node(rid, f"{period} calls x {reps - 1} more", "repeat",
-                   tuple(n.label for n in block), None, first.binding, first.cluster, reps - 1)
-        nodes, placed = [], False
-        for n in g.nodes:
-            if n.id in gone:
-                if not placed and n.kind not in TERMINALS:
-                    nodes.append(rep)
-                    placed = True
-                continue
-            nodes.append(n)
-        edges, seen = [], set()
-        for e in g.edges:
-            if e.src in gone and e.dst in gone:
-                continue
-            e = replace(e, src=rid if e.src in gone else e.src, dst=rid if e.dst in gone else e.dst)
-            if (e.src, e.dst, e.tensor) not in seen:
-                seen.add((e.src, e.dst, e.tensor))
-                edges.append(e)
-        notes.append(f"collapsed {reps} identical blocks of {period} calls "
-                     f"({block[0].label} ... {block[-1].label}) into 1 block + {rid}")
-        g = replace(g, nodes=tuple(nodes), edges=tuple(edges))
-    return replace(g, notes=tuple(notes))

@@ -19,6 +19,9 @@ from . import models
 from ._names import UnknownNameError
 from .build import Build, BuildError, Recording, build, max_abs_diff, record
 from .pipeline import Pipeline
+# Imported eagerly (it is cheap: no TVM) so that the name is the function for good: a later
+# `import passlab.reproducer` would otherwise rebind passlab.reproducer to the module.
+from .reproducer import reproducer
 from .trace import Step, Trace
 
 try:
@@ -30,6 +33,7 @@ __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "Explorer",
     "bisect", "compare", "blame", "rerun", "load", "Backend", "partitions",
+    "load_trace", "reproducer", "checks",
 ]
 
 # Analyses live one layer up; import them on first use so `import passlab` stays cheap.
@@ -46,13 +50,15 @@ _LAZY = {
     "load": ("passlab.importers", "load"),
     "Backend": ("passlab.backend", "Backend"),
     "partitions": ("passlab.analysis.partitions", "partitions"),
+    "load_trace": ("passlab.io", "load_trace"),
+    "checks": ("passlab.checks", None),  # the module: passlab.checks.well_formed() ...
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module, attr = _LAZY[name]
-        value = getattr(import_module(module), attr)
+        value = import_module(module) if attr is None else getattr(import_module(module), attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'passlab' has no attribute {name!r}")

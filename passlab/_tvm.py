@@ -154,20 +154,25 @@ def sequential(passes: Sequence, name: str):
     return tvm().transform.Sequential(list(passes), opt_level=0, name=name)
 
 
-def copy_context(extra_instruments: Sequence = (), **overrides):
-    """A PassContext equal to the current one plus ``extra_instruments``.
+def copy_context(extra_instruments: Sequence = (), extra_config: dict | None = None,
+                 **overrides):
+    """A PassContext equal to the current one plus ``extra_instruments`` and
+    ``extra_config``.
 
     An inner ``with PassContext(...)`` replaces the outer context's instruments, opt_level
-    and config; copying keeps what the user set and adds the recorder.
+    and config; copying keeps what the user set and adds the recorder. The extra
+    instruments go first: TVM calls hooks in list order and stops at the first that
+    raises, so a user's instrument refusing a pass still leaves that pass in the trace.
     """
     t = tvm()
     cur = t.transform.PassContext.current()
+    config = {**dict(cur.config or {}), **dict(extra_config or {})}
     kwargs = dict(
         opt_level=cur.opt_level,
         required_pass=list(cur.required_pass),
         disabled_pass=list(cur.disabled_pass),
-        instruments=list(cur.instruments) + list(extra_instruments),
-        config=dict(cur.config) if cur.config else None,
+        instruments=list(extra_instruments) + list(cur.instruments),
+        config=config or None,
     )
     kwargs.update(overrides)
     return t.transform.PassContext(**kwargs)

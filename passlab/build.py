@@ -9,6 +9,7 @@ usual. A failing build raises :class:`BuildError`, which carries the trace so fa
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -108,7 +109,8 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 
 
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
-          tir_pipeline: str = "default", reuse: Build | Sequence[Build] = ()) -> Build:
+          tir_pipeline: str = "default", reuse: Build | Sequence[Build] = (),
+          checks: Sequence[Any] = ()) -> Build:
     """Build ``model`` with ``pipeline`` while recording every pass.
 
     Parameters
@@ -125,6 +127,10 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         in a TIR module structurally equal to one of theirs, the TIR pipeline and codegen
         are skipped (the trace then has no "tir" steps and says so). Used by
         ``passlab.rerun`` and ``passlab.bisect``.
+    checks
+        Invariants checked on the recorded modules after the build (see
+        :mod:`passlab.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
+        Well-formedness is always checked after the user's own passes.
 
     Returns
     -------
@@ -134,7 +140,10 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     Raises
     ------
     BuildError
-        When a pass or codegen fails; ``.trace`` keeps every step up to the failure.
+        When a pass or codegen fails; ``.trace`` keeps every step up to the failure, and
+        the message names the first pass that broke a check, which is often the cause.
+    passlab.checks.CheckError
+        (a BuildError) When the build succeeded but a pass broke one of ``checks``.
 
     Examples
     --------
@@ -149,7 +158,7 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     rec = Recorder()
     state = rec.state
     relax_pass = pipe.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
-    ctx = _tvm.copy_context([rec])
+    ctx = _tvm.copy_context([rec], _check_config(checks))
     earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
     start = time.perf_counter()
     try:
@@ -160,9 +169,38 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         trace = _trace(state, pipe, mod, exc)
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
-        raise _error_class(type(original))(_message(trace), trace, original) from exc
+        message = _message(trace)
+        found = _violations(trace, checks)
+        if found:
+            message += "\nChecks:\n" + "\n".join(v.to_text() for v in found)
+        raise _error_class(type(original))(message, trace, original) from exc
     trace = _trace(state, pipe, mod, kernels_reused=reused)
+    found = _violations(trace, checks)
+    broken = [v for v in found if not v.check.endswith("(user passes)")]
+    if broken:
+        from .checks import CheckError
+
+        raise CheckError(trace, found)
+    for v in found:  # the implicit check after user passes warns on a successful build
+        warnings.warn(v.to_text(), RuntimeWarning, stacklevel=2)
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
+
+
+def _check_config(checks: Sequence[Any]) -> dict[str, Any]:
+    if not checks:
+        return {}
+    from .checks import context_config
+
+    return context_config(checks)
+
+
+def _violations(trace: Trace, checks: Sequence[Any]) -> tuple:
+    """First violation of each check (and of well-formedness after user passes)."""
+    if not checks and not any(s.origin == "user" for s in trace):
+        return ()  # nothing to check: keep the plain path free of the checks module
+    from .checks import run_checks
+
+    return run_checks(trace, checks)
 
 
 def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None,
@@ -186,7 +224,8 @@ def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None,
 def _failure(trace: Trace, state, exc: BaseException) -> Failure:
     open_steps = [s for s in trace if s.failed]
     if not open_steps:
-        return Failure("codegen", _first_line(exc), type(exc).__name__, original=exc)
+        where = "codegen" if len(trace) else "setup"
+        return Failure(where, _first_line(exc), type(exc).__name__, original=exc)
     step = open_steps[-1]
     enclosing = tuple(s.label for s in open_steps[:-1])
     user_exc = state.user_errors.get(step.name)

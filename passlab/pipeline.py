@@ -91,7 +91,13 @@ def _arity(fn: Callable) -> int:
 
 def _user_entry(p: Any, name: str | None, note: str) -> PassEntry:
     if _tvm.is_pass(p):
-        return PassEntry(name or _tvm.pass_name(p), p, "user", True, note)
+        if name is not None and name != _tvm.pass_name(p):
+            raise ValueError(
+                f"a TVM pass keeps its own name: TVM records this one as "
+                f"{_tvm.pass_name(p)!r}, so name={name!r} would not match its steps; drop "
+                "name=, or build the pass with that name (tvm.transform.module_pass(..., "
+                "name=...))")
+        return PassEntry(_tvm.pass_name(p), p, "user", True, note)
     if callable(p):
         n = name or getattr(p, "__name__", None) or type(p).__name__
         if n == "<lambda>":

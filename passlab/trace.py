@@ -197,7 +197,8 @@ class Failure:
     """Where and why a build failed.
 
     ``where`` is "pass" (``step`` is the failing pass, ``enclosing`` the passes around
-    it, innermost last) or "codegen" (every pass had finished).
+    it, innermost last), "codegen" (every recorded pass had finished) or "setup" (no
+    pass started: e.g. an instrument of the user's PassContext raised).
     """
 
     where: str
@@ -214,8 +215,10 @@ class Failure:
         return None if self.step is None else self.step.before
 
     def to_text(self) -> str:
-        if self.step is None:
-            head = f"build failed in {self.where} after every pass finished"
+        if self.step is None and self.where == "setup":
+            head = "build failed before its first pass"
+        elif self.step is None:
+            head = f"build failed in {self.where} after every recorded pass finished"
         else:
             chain = " > ".join(self.enclosing + (self.step.label,))
             head = f"pass {self.step.label!r} (step #{self.step.index}, in {chain}) failed"
@@ -302,6 +305,38 @@ class Trace(Sequence[Step]):
     def input(self) -> Any:
         """The module the build started from."""
         return self._meta.get("input")
+
+    # --------------------------------------------------------------- persistence
+    def save(self, path: Any) -> Any:
+        """Write the trace to one file (a zip archive, never a pickle) that
+        :func:`passlab.load_trace` reads back in any process, every snapshot included.
+        Returns the path.
+
+        Examples
+        --------
+        >>> import os, tempfile, passlab
+        >>> trace = passlab.build(passlab.models.mlp()).trace
+        >>> path = trace.save(os.path.join(tempfile.mkdtemp(), "mlp.trace.zip"))
+        >>> len(passlab.load_trace(path)) == len(trace)
+        True
+        """
+        from .io import save_trace  # io sits above trace
+
+        return save_trace(self, path)
+
+    def dump(self, folder: Any, *, all_steps: bool = False) -> tuple:
+        """Write numbered TVMScript files, one per changed pass, for diff tools
+        (see :func:`passlab.io.export_dump`)."""
+        from .io import export_dump
+
+        return export_dump(self, folder, all_steps=all_steps)
+
+    def reproducer(self, step: Step | None = None, *, module: str = "auto") -> Any:
+        """A script that re-runs the failing pass (or ``step``) on its recorded input
+        (see :func:`passlab.reproducer`)."""
+        from .reproducer import reproducer
+
+        return reproducer(self if step is None else step, self, module=module)
 
     # ------------------------------------------------------------------ filters
     def filter(self, predicate: Callable[[Step], bool]) -> Trace:

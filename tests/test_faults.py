@@ -1,0 +1,431 @@
+"""Fault suite: builds that go wrong in every way we could find.
+
+For each fault: the process survives, the trace keeps every step up to the failure, the
+failing pass is named, and, where a pass failed, its reproducer fails the same way in a
+fresh ``python``. The README's reliability table is drawn from these tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import tvm
+from tvm import relax
+from tvm.ir.instrument import pass_instrument
+
+import passlab
+from passlab import Pipeline
+from passlab.checks import immutable_modules, no_ops_after, run_checks, well_formed
+from passlab.reproducer import reproducer
+
+INPUT = passlab.models.mlp()
+
+
+def fails(pipe=None, model=None, **kw) -> passlab.BuildError:
+    with pytest.raises(passlab.BuildError) as err:
+        passlab.build(model if model is not None else passlab.models.mlp(), pipe, **kw)
+    return err.value
+
+
+def assert_kept_up_to_failure(err: passlab.BuildError) -> None:
+    """Every step before the failure finished; the open ones are the failing pass and
+    the passes around it; the Relax main chain is coherent up to the failure."""
+    t, f = err.trace, err.trace.failure
+    open_steps = [s for s in t if s.failed]
+    if f.where == "pass":
+        assert open_steps[-1] is f.step
+        assert tuple(s.label for s in open_steps[:-1]) == f.enclosing
+        assert f.step.after is None and f.step.before is not None
+    else:
+        assert open_steps == []
+    chain = [s for s in t.top_level() if s.stage != "tir" and not s.failed]
+    for a, b in zip(chain, chain[1:]):
+        assert a.after.same_as(b.before), (a.label, b.label)
+
+
+def assert_reproduces(err: passlab.BuildError, tmp_path) -> None:
+    r = reproducer(err)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, str(r.write(tmp_path))], capture_output=True,
+                         text=True, cwd=tmp_path, env=env, timeout=300)
+    assert out.returncode == 1, out.stderr
+    first = err.trace.failure.message.splitlines()[0]
+    assert first in out.stderr
+
+
+# ----------------------------------------------------------------- pass failures
+def raises_value_error(mod):
+    raise ValueError("my pass is broken")
+
+
+def test_python_pass_raises(tmp_path):
+    err = fails(Pipeline.default("llvm").insert(raises_value_error, after="FuseOps"))
+    assert isinstance(err, ValueError)
+    assert (err.step.name, err.failure.error_type, err.failure.message) == (
+        "raises_value_error", "ValueError", "my pass is broken")
+    assert err.trace.find("FuseOps").after is not None
+    assert_kept_up_to_failure(err)
+    assert_reproduces(err, tmp_path)
+
+
+def test_cpp_pass_raises(tmp_path):
+    # MergeCompositeFunctions looks for an entry called "main"; built-in models use "forward"
+    err = fails(Pipeline.default("llvm").insert(relax.transform.MergeCompositeFunctions(),
+                                                before="LegalizeOps"))
+    assert isinstance(err, ValueError)  # TVM's C++ error type is kept
+    f = err.failure
+    assert (err.step.name, err.step.origin, f.error_type) == (
+        "MergeCompositeFunctions", "user", "ValueError")
+    assert f.message == 'Cannot find global var "main" in the Module\ncandidates are: ["forward"]'
+    assert_kept_up_to_failure(err)
+    assert_reproduces(err, tmp_path)
+
+
+def drop_relu(mod):
+    """Hand-malformed IR: remove a PrimFunc that `forward` still calls."""
+    return tvm.IRModule({gv: f for gv, f in mod.functions.items() if gv.name_hint != "relu"},
+                        attrs=mod.attrs)
+
+
+def test_cpp_pass_fails_on_malformed_module(tmp_path):
+    err = fails(Pipeline.default("llvm").insert(drop_relu, after="LegalizeOps"))
+    f = err.failure
+    # the user pass "succeeds"; TVM's FuseOps is where it breaks (two passes later)
+    assert (err.step.name, err.step.origin, f.error_type) == ("FuseOps", "tvm", "InternalError")
+    assert f.message.endswith('There is no definition of I.GlobalVar("relu")')
+    assert_kept_up_to_failure(err)
+    assert_reproduces(err, tmp_path)  # the module travels as JSON: its script does not parse
+    # the well-formedness check names the real culprit
+    (v,) = run_checks(err.trace)
+    assert v.step.name == "drop_relu"
+    assert v.to_text() == (f"check 'well_formed (user passes)' fails after user pass 'drop_relu' "
+                           f"(step #{v.step.index}, stage legalize): GlobalVar "
+                           f"I.GlobalVar(\"relu\") is not defined.")
+
+
+def test_pass_returns_non_module(tmp_path):
+    err = fails(Pipeline.default("llvm").insert(lambda mod: None, after="FuseOps", name="none"))
+    assert isinstance(err, TypeError)
+    assert (err.step.name, err.failure.error_type) == ("none", "UserPassError")
+    assert err.failure.message.startswith("user pass 'none' returned NoneType, not an IRModule")
+    assert_kept_up_to_failure(err)
+    assert_reproduces(err, tmp_path)
+
+
+def ghost_output(mod):
+    """Ill-formed IR: `forward` returns a variable nothing defines."""
+    f = mod["forward"]
+    ghost = relax.Var("ghost", f.body.body.ty)
+    new = relax.Function(f.params, relax.SeqExpr(f.body.blocks, ghost), f.ret_ty, f.is_pure,
+                         f.attrs)
+    out = mod.clone()
+    out.update_func(out.get_global_var("forward"), new)
+    return out
+
+
+def wrong_return_type(mod):
+    """Ill-formed IR that builds: `forward` declares a (5, 5) result, returns (4, 8)."""
+    f = mod["forward"]
+    new = relax.Function(f.params, f.body, relax.TensorType((5, 5), "float32"), f.is_pure, f.attrs)
+    out = mod.clone()
+    out.update_func(out.get_global_var("forward"), new)
+    return out
+
+
+def test_ill_formed_ir_fails_late_but_the_check_names_the_pass():
+    err = fails(Pipeline.default("llvm").insert(ghost_output, after="FuseTIR"))
+    # TVM trusts its input: the build fails in VM code generation, after every pass
+    assert (err.failure.where, err.step) == ("codegen", None)
+    assert err.failure.message.endswith("Var ghost is not defined")
+    assert_kept_up_to_failure(err)
+    (v,) = run_checks(err.trace)
+    assert (v.check, v.step.name, v.message) == ("well_formed (user passes)", "ghost_output",
+                                                 "Var ghost is not defined.")
+
+
+def test_ill_formed_ir_that_builds_is_caught_by_the_check():
+    b = passlab.build(passlab.models.mlp(),
+                      Pipeline.default("llvm").insert(wrong_return_type, after="FuseTIR"))
+    assert b.run().shape == (4, 8)  # nothing failed ...
+    (v,) = run_checks(b.trace)  # ... but the module was wrong from that pass on
+    assert v.step.name == "wrong_return_type"
+    assert v.message == ('function forward declares return type R.Tensor((5, 5), dtype="float32") '
+                         'but its body has type R.Tensor((4, 8), dtype="float32")')
+
+
+def undo_legalize(mod):
+    return INPUT  # high-level ops again, after LegalizeOps
+
+
+def test_user_predicate_names_the_pass_that_broke_it(tmp_path):
+    err = fails(Pipeline.default("llvm").insert(undo_legalize, after="FuseTIR"))
+    assert err.failure.where == "codegen"
+    assert err.failure.message.startswith("CodeGenVM cannot emit this Relax operator directly")
+    (v,) = run_checks(err.trace, [well_formed(), no_ops_after("relax.nn.", after="LegalizeOps")])
+    assert v.to_text() == (f"check 'no relax.nn.* ops after LegalizeOps' fails after user pass "
+                           f"'undo_legalize' (step #{v.step.index}, stage legalize): function "
+                           "forward still calls relax.nn.relu after LegalizeOps")
+    assert_reproduces(err, tmp_path)  # codegen reproducer: relax.build(..., relax_pipeline=None)
+
+
+# ------------------------------------------------------------------ codegen failures
+def test_codegen_fails_in_vm_codegen(tmp_path):
+    err = fails(Pipeline.default("llvm").remove("LegalizeOps"))
+    assert (err.failure.where, err.step, err.failure.error_type) == ("codegen", None,
+                                                                     "InternalError")
+    assert err.failure.message.startswith("CodeGenVM cannot emit this Relax operator directly")
+    assert_kept_up_to_failure(err)
+    assert len(err.trace) > 30 and not any(s.stage == "tir" for s in err.trace)
+    assert_reproduces(err, tmp_path)
+
+
+@pytest.mark.slow
+def test_codegen_fails_for_a_target_without_its_toolchain():
+    try:
+        passlab.build(passlab.models.mlp(), target="rocm")
+    except passlab.BuildError as err:
+        assert (err.failure.where, err.step) == ("codegen", None)
+        assert err.failure.message == "Cannot find ROCm path"
+        assert_kept_up_to_failure(err)
+        assert err.trace[-1].stage == "tir" and not err.trace[-1].failed  # every pass ran
+    else:
+        pytest.skip("ROCm is installed here: its code generation works")
+
+
+# -------------------------------------------------------------- instrument errors
+@pass_instrument
+class RefuseBefore:
+    def __init__(self, name):
+        self.refused = name
+
+    def run_before_pass(self, mod, info):
+        if info.name == self.refused:
+            raise ValueError(f"instrument refuses {info.name}")
+
+
+@pass_instrument
+class RefuseAfter:
+    def run_after_pass(self, mod, info):
+        if info.name == "FuseOps":
+            raise ValueError("after hook fails")
+
+
+def test_user_instrument_raising_before_a_pass():
+    with tvm.transform.PassContext(instruments=[RefuseBefore("FuseOps")]):
+        err = fails()
+    assert isinstance(err, ValueError)
+    assert (err.failure.where, err.failure.message) == ("pass", "instrument refuses FuseOps")
+    # the user's instrument runs before passlab's recorder, so FuseOps never started in
+    # the trace: its stage is named (FuseOps, once the recorder goes first)
+    assert err.step.name in ("legalize", "FuseOps")
+    assert err.trace.find("FoldConstant").after is not None
+    assert_kept_up_to_failure(err)
+
+
+def test_recorder_first_names_the_refused_pass(monkeypatch):
+    """With passlab's recorder ahead of the user's instruments (proposed change to
+    ``_tvm.copy_context``), the refused pass itself is the failing step."""
+    from passlab import _tvm
+
+    def recorder_first(extra=(), extra_config=None, **overrides):
+        cur = tvm.transform.PassContext.current()
+        return tvm.transform.PassContext(
+            opt_level=cur.opt_level, required_pass=list(cur.required_pass),
+            disabled_pass=list(cur.disabled_pass),
+            config={**dict(cur.config or {}), **dict(extra_config or {})} or None,
+            instruments=list(extra) + list(cur.instruments))
+
+    monkeypatch.setattr(_tvm, "copy_context", recorder_first)
+    with tvm.transform.PassContext(instruments=[RefuseBefore("FuseOps")]):
+        err = fails()
+    assert err.step.name == "FuseOps" and err.failure.enclosing == ("passlab.pipeline", "legalize")
+    with tvm.transform.PassContext(instruments=[RefuseBefore("passlab.pipeline")]):
+        err = fails()
+    assert (err.failure.where, err.step.name, len(err.trace)) == ("pass", "passlab.pipeline", 1)
+
+
+def test_user_instrument_raising_before_the_first_pass():
+    with tvm.transform.PassContext(instruments=[RefuseBefore("passlab.pipeline")]):
+        err = fails()
+    assert err.failure.message == "instrument refuses passlab.pipeline"
+    # with the user's instrument ahead of the recorder nothing is recorded (and the error
+    # reads as a codegen failure); with the recorder first, the root pass is the failing step
+    assert [s.name for s in err.trace] in ([], ["passlab.pipeline"])
+
+
+def test_user_instrument_raising_after_a_pass():
+    with tvm.transform.PassContext(instruments=[RefuseAfter()]):
+        err = fails()
+    assert err.failure.message == "after hook fails"
+    # FuseOps ran to the end. With the user's instrument first, its hook raised before
+    # passlab saw the result: FuseOps is the failing step. With the recorder first,
+    # FuseOps is complete and the error surfaces at its stage, "legalize".
+    fuse = err.trace.find("FuseOps")
+    assert err.step.name == ("FuseOps" if fuse.failed else "legalize")
+    assert_kept_up_to_failure(err)
+
+
+def test_user_instrument_raising_on_enter():
+    @pass_instrument
+    class RefuseEnter:
+        def enter_pass_ctx(self):
+            raise ValueError("enter fails")
+
+    # TVM 0.27 raises at the user's own `with`: passlab is never reached
+    with pytest.raises(ValueError, match="enter fails"):
+        with tvm.transform.PassContext(instruments=[RefuseEnter()]):
+            passlab.build(passlab.models.mlp())
+
+
+def test_user_instrument_raising_on_exit_loses_the_executable():
+    @pass_instrument
+    class RefuseExit:
+        def exit_pass_ctx(self):
+            raise ValueError("exit fails")
+
+    with pytest.raises(ValueError, match="exit fails"):  # the user's own `with` raises too
+        with tvm.transform.PassContext(instruments=[RefuseExit()]):
+            err = fails()
+    # every pass finished and codegen succeeded; passlab's copy of the context raised on
+    # exit, which build() reports as a codegen failure
+    assert (err.failure.where, err.failure.message) == ("codegen", "exit fails")
+    assert len(err.trace) == 94 and not any(s.failed for s in err.trace)
+
+
+# ---------------------------------------------------------------- other hazards
+def test_build_in_another_thread_records_without_the_callers_context():
+    seen = []
+
+    @pass_instrument
+    class Mine:
+        def run_after_pass(self, mod, info):
+            seen.append(info.name)
+
+    result = {}
+
+    def work():
+        result["build"] = passlab.build(passlab.models.mlp())
+
+    with tvm.transform.PassContext(opt_level=3, config={"relax.FuseOps.max_depth": 1},
+                                   instruments=[Mine()]):
+        th = threading.Thread(target=work)
+        th.start()
+        th.join()
+    b = result["build"]
+    assert len(b.trace) == 94 and b.trace.failure is None  # fully recorded in the thread
+    # pass contexts are thread-local: the caller's config and instruments did not apply
+    assert b.trace.find("FuseOps").functions_changed.added == ("fused_matmul_add_relu",
+                                                               "fused_matmul1_add1")
+    assert seen == []
+
+
+def mutate_in_place(mod):
+    gv = mod.get_global_var("forward")
+    mod.update_func(gv, mod["forward"].with_attr("mutated", True))
+    return mod
+
+
+def test_pass_mutating_its_input():
+    b = passlab.build(passlab.models.mlp(),
+                      Pipeline.default("llvm").insert(mutate_in_place, after="FuseOps"))
+    # the hazard: the recorded FuseOps output is the very object that was mutated
+    assert "mutated" in b.trace.find("FuseOps").after["forward"].attrs
+    assert not b.trace.find("mutate_in_place").changed
+    with tvm.transform.PassContext(config=dict(immutable_modules().config)):
+        err = fails(Pipeline.default("llvm").insert(mutate_in_place, after="FuseOps"))
+    assert (err.step.name, err.failure.error_type, err.failure.message) == (
+        "mutate_in_place", "InternalError",
+        "Immutable module has been modified in pass: mutate_in_place")
+    assert_kept_up_to_failure(err)
+
+
+def test_keyboard_interrupt_and_recursion_in_a_pass():
+    def interrupt(mod):
+        raise KeyboardInterrupt
+
+    err = fails(Pipeline.default("llvm").insert(interrupt, after="FuseOps"))
+    # TVM turns it into an error that crosses C++; build() reports it as a BuildError
+    assert (err.step.name, err.failure.error_type) == ("interrupt", "KeyboardInterrupt")
+    assert isinstance(err.original, KeyboardInterrupt)
+
+    def recurse(mod):
+        return recurse(mod)
+
+    err = fails(Pipeline.default("llvm").insert(recurse, after="FuseOps"))
+    assert isinstance(err, RecursionError) and err.step.name == "recurse"
+    assert_kept_up_to_failure(err)
+    assert passlab.build(passlab.models.mlp()).trace.failure is None  # still healthy
+
+
+# ------------------------------------------------------------------- the checks API
+def test_run_checks_api(mlp_build):
+    from passlab.checks import Check, CheckError, context_config, predicate
+
+    t = mlp_build.trace
+    assert run_checks(t, [well_formed(), no_ops_after()]) == ()
+
+    def few_functions(step):  # a plain callable is a check too
+        return None if len(step.after.functions) < 5 else "too many functions"
+
+    def crashes(step):
+        raise KeyError("oops")
+
+    vs = run_checks(t, [few_functions, predicate(lambda m: "forward" in [g.name_hint for g in
+                                                                         m.get_global_vars()],
+                                                 "has forward", after="FuseTIR"),
+                        crashes, Check("never", lambda s: None)])
+    assert [(v.check, v.step.name, v.message) for v in vs] == [
+        ("few_functions", "LegalizeOps", "too many functions"),
+        # from BindTarget on, the modules hold only the TIR functions
+        ("has forward", "tirx.BindTarget", "has forward is false after tirx.BindTarget"),
+        ("crashes", "DispatchSampling", "the check itself raised KeyError: 'oops'"),
+    ]
+    from passlab.research.predicates import no_calls
+
+    no_nn = no_calls("relax.nn.")  # passlab.research predicates take the step
+    (v,) = run_checks(t, [predicate(no_nn, after="DispatchSampling", on="step")])
+    assert (v.check, v.step.name) == (no_nn.name, "DispatchSampling")
+    with pytest.raises(ValueError, match="unknown pass 'LegalizeOp'; did you mean 'LegalizeOps'"):
+        run_checks(t, [no_ops_after(after="LegalizeOp")])
+    with pytest.raises(TypeError, match="a check is a passlab.checks.Check or a function"):
+        run_checks(t, [42])
+    assert context_config([immutable_modules(), well_formed()]) == {
+        "testing.immutable_module": True}
+    err = CheckError(t, vs[:2])
+    assert isinstance(err, passlab.BuildError) and err.step.name == "LegalizeOps"
+    assert str(err) == ("the build broke 2 checks:\n" + vs[0].to_text() + "\n" + vs[1].to_text())
+    assert vs[0].to_html().startswith('<div class="passlab-error">check &#x27;few_functions')
+
+
+# ------------------------------------------------- passlab.build(..., checks=[...])
+needs_build_checks = pytest.mark.skipif(
+    "checks" not in __import__("inspect").signature(passlab.build).parameters,
+    reason="passlab.build(checks=...) is not wired yet")
+
+
+@needs_build_checks
+def test_build_with_checks():
+    from passlab.checks import CheckError
+
+    pipe = Pipeline.default("llvm").insert(wrong_return_type, after="FuseTIR")
+    with pytest.raises(CheckError) as err:  # the build succeeded, the check did not
+        passlab.build(passlab.models.mlp(), pipe, checks=[well_formed()])
+    assert err.value.step.name == "wrong_return_type"
+    assert str(err.value).startswith("the build broke a check: check 'well_formed' fails after "
+                                     "user pass 'wrong_return_type'")
+    with pytest.warns(RuntimeWarning, match="check 'well_formed \\(user passes\\)' fails after "
+                                            "user pass 'wrong_return_type'"):
+        passlab.build(passlab.models.mlp(), pipe)  # no checks given: a warning only
+    err = fails(Pipeline.default("llvm").insert(undo_legalize, after="FuseTIR"),
+                checks=[no_ops_after()])
+    index = err.trace.find("undo_legalize").index
+    assert str(err).endswith("\nChecks:\ncheck 'no relax.nn.* ops after LegalizeOps' fails "
+                             f"after user pass 'undo_legalize' (step #{index}, stage legalize): "
+                             "function forward still calls relax.nn.relu after LegalizeOps")
+    err = fails(Pipeline.default("llvm").insert(mutate_in_place, after="FuseOps"),
+                checks=[immutable_modules()])
+    assert err.step.name == "mutate_in_place"

@@ -31,7 +31,7 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
-    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "Explorer",
+    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "pass_table", "Explorer",
     "bisect", "compare", "blame", "rerun", "load", "Backend", "partitions",
     "load_trace", "reproducer", "checks",
 ]
@@ -41,6 +41,7 @@ _LAZY = {
     "diff": ("passlab.analysis.diff", "diff"),
     "fused_graph": ("passlab.analysis.graph", "fused_graph"),
     "buffers": ("passlab.analysis.buffers", "buffers"),
+    "pass_table": ("passlab.analysis.table", "pass_table"),
     "Explorer": ("passlab.views.explorer", "Explorer"),
     "bisect": ("passlab.research.bisect", "bisect"),
     "compare": ("passlab.research.compare", "compare"),

@@ -11,7 +11,7 @@ import passlab
 
 MODULES = ["passlab", "passlab.pipeline", "passlab.trace", "passlab.build", "passlab.models",
            "passlab.analysis.diff", "passlab.analysis.graph", "passlab.analysis.buffers",
-           "passlab.views.report", "passlab.importers", "passlab.backend",
+           "passlab.views.report", "passlab.importers", "passlab.backend", "passlab.analysis.table",
            "passlab.analysis.partitions", "passlab.research", "passlab.research.predicates",
            "passlab.research.compare", "passlab.research.blame", "passlab.research.rerun",
            "passlab.research.bisect"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["diff", "fused_graph", "buffers"]
+__all__ = ["diff", "fused_graph", "buffers", "pass_table"]
 
-_WHERE = {"diff": ".diff", "fused_graph": ".graph", "buffers": ".buffers"}
+_WHERE = {"diff": ".diff", "fused_graph": ".graph", "buffers": ".buffers",
+          "pass_table": ".table"}
 
 
 def __getattr__(name: str) -> Any:

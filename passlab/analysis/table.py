@@ -1,0 +1,165 @@
+"""The per-pass table: one row per pass with what it changed and what it cost.
+
+``Trace.to_dataframe()`` gives the cheap columns (time, change sets, Relax bindings and
+PrimFunc counts before/after). :func:`pass_table` adds the ones that need printing or an
+analysis, computed once per distinct module: IR lines after the pass and the estimated
+peak of temporary memory (:func:`passlab.buffers`) where it can be computed. Its text and
+HTML forms hide passes that changed nothing by default, like Compiler Explorer's
+"hide inactive passes".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from passlab import _render
+from passlab.trace import Step, Trace
+
+__all__ = ["pass_table", "PassTable"]
+
+_EXTRA = ("ir_lines", "peak_bytes", "peak_exact")
+
+
+@dataclass(frozen=True)
+class PassTable:
+    """Rows of the per-pass table (dicts with the columns of ``Trace.to_dataframe()``
+    plus ``ir_lines``, ``peak_bytes`` and ``peak_exact``)."""
+
+    rows: tuple[dict[str, Any], ...]
+    title: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.rows[i]
+
+    def to_dataframe(self):
+        import pandas as pd
+
+        from passlab.trace import ROW_COLUMNS
+
+        return pd.DataFrame(list(self.rows), columns=list(ROW_COLUMNS + _EXTRA)).set_index("index")
+
+    def _table(self, changed_only: bool) -> tuple[list[str], list[list[str]], list[str], int]:
+        header = ["#", "pass", "stage", "ms", "functions", "bindings", "PrimFuncs", "IR lines",
+                  "peak temp"]
+        rows = [r for r in self.rows if r["changed"] or r["failed"] or not changed_only]
+        body, classes = [], []
+        for r in rows:
+            ch = "+{added} -{removed} ~{modified}".format(**r) if r["changed"] else "no change"
+            peak = "" if r["peak_bytes"] is None else \
+                ("" if r["peak_exact"] else ">=") + _bytes(r["peak_bytes"])
+            body.append([str(r["index"]), r["name"], r["stage"],
+                         "failed" if r["ms"] is None else f"{r['ms']:.2f}", ch,
+                         _arrow(r["bindings_before"], r["bindings_after"]),
+                         _arrow(r["prim_funcs_before"], r["prim_funcs_after"]),
+                         "" if r["ir_lines"] is None else str(r["ir_lines"]), peak])
+            classes.append("failed" if r["failed"] else "user" if r["origin"] == "user"
+                           else "" if r["changed"] else "same")
+        return header, body, classes, len(self.rows) - len(rows)
+
+    def to_text(self, changed_only: bool = True) -> str:
+        header, body, _, hidden = self._table(changed_only)
+        out = [self.title, _render.text_table(header, body)] if self.title else \
+            [_render.text_table(header, body)]
+        if hidden:
+            out.append(f"({hidden} passes that changed nothing hidden: to_text(changed_only=False))")
+        return "\n".join(out + [f"note: {n}" for n in self.notes])
+
+    def to_html(self, changed_only: bool = True) -> str:
+        header, body, classes, hidden = self._table(changed_only)
+        note = f"{hidden} passes that changed nothing hidden" if hidden else ""
+        notes = "".join(f'<div class="passlab-note">{_render.esc(n)}</div>'
+                        for n in ([note] if note else []) + list(self.notes))
+        return _render.html_table(header, body, classes, caption=self.title) + notes
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        return _render.mimebundle(self)
+
+
+def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
+               all_steps: bool = False) -> PassTable:
+    """The per-pass table of ``trace`` (main-chain passes unless ``all_steps``).
+
+    ``memory`` adds the liveness peak of temporaries after each Relax-level pass
+    (``peak_exact`` False when symbolic shapes make it a lower bound; None where no Relax
+    function is left); ``ir_lines`` the TVMScript lines of the module after the pass.
+    Both are computed once per distinct module.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> from passlab.analysis.table import pass_table
+    >>> t = pass_table(passlab.build(passlab.models.mlp()).trace)
+    >>> row = next(r for r in t if r["name"] == "FuseTIR")
+    >>> row["prim_funcs_before"], row["prim_funcs_after"], row["peak_bytes"]
+    (7, 4, 2560)
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"pass_table() takes a passlab.Trace, not {type(trace).__name__}")
+    steps = list(trace) if all_steps else [s for s in trace if s.kind == "pass" or s.failed]
+    peaks: dict[int, tuple[Any, int | None, bool]] = {}
+    lines: dict[int, tuple[Any, int]] = {}
+    rows = []
+    for s in steps:
+        row = s.row()
+        mod = s.module
+        row["peak_bytes"], row["peak_exact"] = _peak(s, peaks) if memory else (None, True)
+        row["ir_lines"] = _lines(mod, lines) if ir_lines and mod is not None else None
+        rows.append(row)
+    notes = ()
+    if memory:
+        notes = ("peak temp: liveness peak of intermediate tensors (passlab.buffers) of the "
+                 "module after the pass; >= marks a lower bound (symbolic shapes)",)
+    return PassTable(tuple(rows), trace.summary().split("\n")[0], notes)
+
+
+def _peak(step: Step, cache: dict) -> tuple[int | None, bool]:
+    mod = step.module
+    if mod is None or step.stage == "tir":
+        return None, True
+    key = mod.__chandle__()
+    hit = cache.get(key)
+    if hit is None:
+        from passlab.analysis.buffers import buffers
+
+        try:
+            report = buffers(mod)
+            hit = (mod, int(report.peak_bytes), bool(report.peak_exact))
+        except (ValueError, TypeError):  # no Relax function left, or nothing to measure
+            hit = (mod, None, True)
+        cache[key] = hit
+    return hit[1], hit[2]
+
+
+def _lines(mod: Any, cache: dict) -> int:
+    """TVMScript lines of the module's functions, each printed once (unchanged functions
+    are shared between snapshots, and the printing cache knows them)."""
+    key = mod.__chandle__()
+    hit = cache.get(key)
+    if hit is None:
+        from passlab import _tvm
+        from passlab.analysis._printing import function_text
+
+        n = sum(function_text(f, name).count("\n") + 1 for name, f in _tvm.functions(mod).items())
+        hit = (mod, n)
+        cache[key] = hit
+    return hit[1]
+
+
+def _arrow(a: int, b: int) -> str:
+    return str(a) if a == b else f"{a} -> {b}"
+
+
+def _bytes(n: int) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -110,7 +110,8 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
           tir_pipeline: str = "default", reuse: Build | Sequence[Build] = (),
-          checks: Sequence[Any] = ()) -> Build:
+          checks: Sequence[Any] = (), progress: bool | Callable[[str, int], None] = False
+          ) -> Build:
     """Build ``model`` with ``pipeline`` while recording every pass.
 
     Parameters
@@ -127,6 +128,9 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         in a TIR module structurally equal to one of theirs, the TIR pipeline and codegen
         are skipped (the trace then has no "tir" steps and says so). Used by
         ``passlab.rerun`` and ``passlab.bisect``.
+    progress
+        True shows the running pass and the time so far (a line in a notebook, on stderr
+        elsewhere); a callable ``progress(pass_name, pass_calls_so_far)`` gets the same.
     checks
         Invariants checked on the recorded modules after the build (see
         :mod:`passlab.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
@@ -155,7 +159,12 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     mod = as_module(model)
     pipe = _as_pipeline(pipeline, target)
     tgt = _tvm.target(pipe.target)
-    rec = Recorder()
+    bar = None
+    if progress is True:
+        from ._progress import Progress
+
+        bar = Progress(f"building with {len(pipe)} Relax passes for {pipe.target}")
+    rec = Recorder(bar if bar is not None else (progress or None))
     state = rec.state
     relax_pass = pipe.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
     ctx = _tvm.copy_context([rec], _check_config(checks))
@@ -167,6 +176,8 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
                                                      [b._kernels for b in earlier])
     except Exception as exc:
         trace = _trace(state, pipe, mod, exc)
+        if bar is not None:
+            bar.close(f"failed after {len(trace)} pass calls")
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
         message = _message(trace)
@@ -175,6 +186,8 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
             message += "\nChecks:\n" + "\n".join(v.to_text() for v in found)
         raise _error_class(type(original))(message, trace, original) from exc
     trace = _trace(state, pipe, mod, kernels_reused=reused)
+    if bar is not None:
+        bar.close(f"done: {len(trace)} pass calls recorded")
     found = _violations(trace, checks)
     broken = [v for v in found if not v.check.endswith("(user passes)")]
     if broken:

@@ -49,9 +49,10 @@ def _make_instrument_class():
     class PasslabRecorder:
         """Records before/after modules, depth, parent and wall time of every pass."""
 
-        def __init__(self):
+        def __init__(self, progress=None):
             self.state = _State()
             self._clock = time.perf_counter
+            self._progress = progress
 
         # Only the two hooks we need are defined: each costs a C++ -> Python call.
         def run_before_pass(self, mod, info):
@@ -64,6 +65,8 @@ def _make_instrument_class():
                                  self._clock())
                     )
                     stack.append(len(st.events) - 1)
+                    if self._progress is not None and len(stack) <= 3:
+                        self._progress(info.name, len(st.events))
             except BaseException as exc:  # noqa: BLE001 - never raise into TVM
                 _break(st, exc)
 
@@ -97,9 +100,13 @@ def _break(state: _State, exc: BaseException) -> None:
 _CLASS = None
 
 
-def Recorder():  # noqa: N802 - reads as a class to users
-    """A new recording instrument; its ``.state`` holds the raw events."""
+def Recorder(progress=None):  # noqa: N802 - reads as a class to users
+    """A new recording instrument; its ``.state`` holds the raw events.
+
+    ``progress(pass_name, events_so_far)``, if given, is called when a pass of the main
+    chain or a stage starts (not for passes nested deeper), e.g. to show a progress bar.
+    """
     global _CLASS  # a cached class object, not state: every call makes a new instrument
     if _CLASS is None:
         _CLASS = _make_instrument_class()
-    return _CLASS()
+    return _CLASS(progress)

@@ -258,3 +258,15 @@ def _has_ancestor(trace, step, anc) -> bool:
             return True
         p = trace[p].parent
     return False
+
+
+def test_progress_callable_and_terminal_line(capsys):
+    seen = []
+    passlab.build(passlab.models.mlp(), progress=lambda name, n: seen.append((name, n)))
+    names = [n for n, _ in seen]
+    assert names[:3] == ["passlab.pipeline", "library_dispatch", "DispatchSampling"]
+    assert "FuseOps" in names and "s_tir.StmtSimplify" in names
+    assert "CanonicalizeRelaxBindings" not in names  # nested deeper than the main chain
+    passlab.build(passlab.models.mlp(), progress=True)
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("s)") and "done: 94 pass calls recorded" in err

@@ -28,6 +28,7 @@ from typing import Any
 from . import _render, _tvm
 from ._names import unknown
 from .build import BuildError
+from .pipeline import positional_arity
 
 __all__ = ["Check", "Violation", "run_checks", "well_formed", "no_ops_after", "predicate",
            "immutable_modules", "CheckError"]
@@ -277,9 +278,7 @@ def predicate(fn: Callable[..., Any], name: str | None = None, *, after: str | N
     if on not in ("module", "step"):
         raise ValueError(f"on must be 'module' or 'step', not {on!r}")
     label = name or getattr(fn, "name", None) or getattr(fn, "__name__", None) or "predicate"
-    from .reproducer import _arity  # one definition of "how many positional parameters"
-
-    takes_step = on == "module" and _arity(fn) >= 2
+    takes_step = on == "module" and positional_arity(fn) >= 2
 
     def check(step: Any) -> str | None:
         if on == "step":

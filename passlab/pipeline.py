@@ -62,7 +62,7 @@ class Stage:
 
 
 def _checked(fn: Callable, name: str, on_error: Callable | None) -> Callable:
-    takes_ctx = _arity(fn) >= 2
+    takes_ctx = positional_arity(fn) >= 2
 
     def run(mod, ctx):
         try:
@@ -81,7 +81,9 @@ def _checked(fn: Callable, name: str, on_error: Callable | None) -> Callable:
     return run
 
 
-def _arity(fn: Callable) -> int:
+def positional_arity(fn: Callable) -> int:
+    """How many positional parameters ``fn`` takes (1 when it cannot be told): a user
+    pass taking two is called as ``fn(mod, ctx)``."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

@@ -253,7 +253,7 @@ def test_recipes():
     assert function_recipe(broken, "broken").kind == "source"
     r = PassRecipe("tvm", "FuseOps", "pass_ = tvm.relax.transform.FuseOps()")
     assert PassRecipe.from_dict(r.to_dict()) == r
-    from passlab.reproducer import _by_name
+    from passlab._recipes import _by_name
 
     tgt = tvm.target.Target("llvm")
     assert _by_name("tirx.Filter", 0, tgt).kind == "missing"

@@ -243,6 +243,30 @@ def build(mod, tgt, relax_pipeline, tir_pipeline: str = "default", reuse=()):
     return executable, kernels, reused
 
 
+# ------------------------------------------------------------------------ object cache
+class ObjectCache:
+    """``fn(obj)`` for TVM objects, cached by the C object's address.
+
+    Python wrappers of one TVM object differ from call to call, so ``id()`` is useless;
+    the address is stable. Each entry keeps its object alive, so that the address
+    cannot be reused by another object while the entry is cached.
+    """
+
+    __slots__ = ("_fn", "_cache")
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self._fn = fn
+        self._cache: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, obj: Any) -> Any:
+        key = obj.__chandle__()
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = (obj, self._fn(obj))
+            self._cache[key] = hit
+        return hit[1]
+
+
 # -------------------------------------------------------------------------- functions
 def functions(mod) -> dict[str, Any]:
     """``{global name: function}`` of a module."""

@@ -147,23 +147,6 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
 
 
 # -------------------------------------------------------------------- the checks
-class _ByObject:
-    """Results cached by C object address; entries keep their object alive, so an
-    address cannot be reused while cached."""
-
-    def __init__(self, fn: Callable[[Any], Any]):
-        self._fn = fn
-        self._cache: dict[int, tuple[Any, Any]] = {}
-
-    def __call__(self, obj: Any) -> Any:
-        key = obj.__chandle__()
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = (obj, self._fn(obj))
-            self._cache[key] = hit
-        return hit[1]
-
-
 def _error_text(exc: BaseException) -> str:
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
     return lines[-1] if lines else type(exc).__name__
@@ -203,8 +186,8 @@ def well_formed() -> Check:
     ``verify_well_formed`` on every PrimFunc. Results are cached per module and per
     function object, so a trace's shared snapshots are checked once.
     """
-    modules = _ByObject(_relax_module_problem)
-    prims = _ByObject(_prim_func_problem)
+    modules = _tvm.ObjectCache(_relax_module_problem)
+    prims = _tvm.ObjectCache(_prim_func_problem)
 
     def check(step: Any) -> str | None:
         mod = step.after
@@ -243,7 +226,7 @@ def no_ops_after(prefix: str = "relax.nn.", after: str = "LegalizeOps") -> Check
     Operator names are TVM's (``relax.nn.conv2d``, ``relax.matmul``); a broad prefix such
     as ``"relax."`` also matches the lowering ops that stay (``relax.call_tir``).
     """
-    ops = _ByObject(_ops_in)
+    ops = _tvm.ObjectCache(_ops_in)
 
     def check(step: Any) -> str | None:
         for name, func in _tvm.functions(step.after).items():

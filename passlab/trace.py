@@ -57,37 +57,24 @@ class Changes:
 
 
 class _HashCache:
-    """Per-function facts (structural hash, binding count) keyed by the C object's
-    address. Each entry keeps a reference to the function so that the address cannot be
-    reused while cached. One cache serves a whole trace: unchanged functions are the
-    same objects from step to step, so each is hashed once."""
+    """Per-function structural hashes and per-module counts for one trace, cached by
+    object (see :class:`passlab._tvm.ObjectCache`). Unchanged functions are the same
+    objects from step to step, so each is hashed once per trace."""
 
     def __init__(self) -> None:
-        self._hash: dict[int, tuple[Any, int]] = {}
-        self._stats: dict[int, tuple[Any, tuple[int, int, int]]] = {}
+        self._hash = _tvm.ObjectCache(_tvm.function_hash)
+        self.module_stats = _tvm.ObjectCache(_module_stats)
+        """(Relax functions, Relax bindings, PrimFuncs) of a module (0s for None)."""
 
     def __call__(self, func: Any) -> int:
-        key = func.__chandle__()
-        hit = self._hash.get(key)
-        if hit is None:
-            hit = (func, _tvm.function_hash(func))
-            self._hash[key] = hit
-        return hit[1]
+        return self._hash(func)
 
-    def module_stats(self, mod: Any) -> tuple[int, int, int]:
-        """(Relax functions, Relax bindings, PrimFuncs) of a module."""
-        if mod is None:
-            return (0, 0, 0)
-        key = mod.__chandle__()
-        hit = self._stats.get(key)
-        if hit is None:
-            fns = _tvm.functions(mod).values()
-            relax_fns = [f for f in fns if _tvm.is_relax_function(f)]
-            stats = (len(relax_fns), sum(_tvm.count_bindings(f) for f in relax_fns),
-                     sum(1 for f in fns if _tvm.is_prim_func(f)))
-            hit = (mod, stats)
-            self._stats[key] = hit
-        return hit[1]
+
+def _module_stats(mod: Any) -> tuple[int, int, int]:
+    fns = _tvm.functions(mod).values()
+    relax_fns = [f for f in fns if _tvm.is_relax_function(f)]
+    return (len(relax_fns), sum(_tvm.count_bindings(f) for f in relax_fns),
+            sum(1 for f in fns if _tvm.is_prim_func(f)))
 
 
 def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
@@ -158,8 +145,9 @@ class Step:
     def row(self) -> dict[str, Any]:
         """This step as one row of the per-pass table (see :data:`ROW_COLUMNS`)."""
         ch = self.functions_changed
-        _, bind_before, prim_before = self._hash.module_stats(self.before)
-        _, bind_after, prim_after = self._hash.module_stats(self.after)
+        stats = self._hash.module_stats
+        _, bind_before, prim_before = stats(self.before) if self.before is not None else (0, 0, 0)
+        _, bind_after, prim_after = stats(self.after) if self.after is not None else (0, 0, 0)
         return dict(
             index=self.index, name=self.name, stage=self.stage, depth=self.depth,
             kind=self.kind, origin=self.origin, ms=None if self.seconds is None else

@@ -66,23 +66,6 @@ def _name(f: Any) -> str:
     return f.name if isinstance(f, Predicate) else getattr(f, "__name__", repr(f))
 
 
-class _PerObject:
-    """``fn(obj)`` cached by the C object's address; each entry keeps the object alive so
-    that the address cannot be reused while cached."""
-
-    def __init__(self, fn: Callable[[Any], Any]):
-        self._fn = fn
-        self._cache: dict[int, tuple[Any, Any]] = {}
-
-    def __call__(self, obj: Any) -> Any:
-        key = obj.__chandle__()
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = (obj, self._fn(obj))
-            self._cache[key] = hit
-        return hit[1]
-
-
 def _called_names(func: Any) -> frozenset[str]:
     """Operators (``relax.nn.relu``), global functions (called directly or through
     ``call_tir``) and extern symbols a Relax function calls."""
@@ -110,7 +93,7 @@ def _called_names(func: Any) -> frozenset[str]:
 
 
 def _module_calls() -> Callable[[Any], frozenset[str]]:
-    per_function = _PerObject(_called_names)
+    per_function = _tvm.ObjectCache(_called_names)
 
     def calls_of(mod: Any) -> frozenset[str]:
         out: set[str] = set()
@@ -119,7 +102,7 @@ def _module_calls() -> Callable[[Any], frozenset[str]]:
                 out |= per_function(f)
         return frozenset(out)
 
-    return _PerObject(calls_of)
+    return _tvm.ObjectCache(calls_of)
 
 
 def no_calls(prefix: str = "relax.nn.") -> Predicate:
@@ -167,5 +150,5 @@ def buffer_over(nbytes: int) -> Predicate:
         return max((t.bytes for t in report.tensors
                     if t.kind == "intermediate" and t.bytes is not None), default=-1)
 
-    largest_of = _PerObject(largest)
+    largest_of = _tvm.ObjectCache(largest)
     return Predicate.on_module(f"buffer_over({nbytes})", lambda mod: largest_of(mod) > nbytes)

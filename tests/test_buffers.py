@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from types import SimpleNamespace
 
 import pytest
 
-from passlab import models
 from passlab._names import UnknownNameError
 from passlab.analysis.buffers import BufferReport, buffers
 
 tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
-from tvm.relax.backend.cpu_generic import pipeline as cpu  # noqa: E402
-
-MODELS = {"mlp": models.mlp, "resnet": models.resnet, "transformer": models.transformer,
-          "dyn": lambda: models.transformer(seq_len="n")}
+from relax_snapshots import snapshots  # noqa: E402
 
 
-@functools.lru_cache(maxsize=None)
-def snapshots(model: str) -> dict[str, tvm.IRModule]:
-    """The module after each pass of the CPU Relax pipeline, applied by hand."""
-    mod = MODELS[model]()
-    target = tvm.target.Target("llvm")
-    out = {"input": mod}
-    with target:
-        for p in (cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
-                  + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)):
-            mod = p(mod)
-            out[p.info.name] = mod
-    return out
+
 
 
 def estimate(mod: tvm.IRModule) -> list[tuple[int, str]]:

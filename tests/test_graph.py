@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 from types import SimpleNamespace
@@ -15,23 +14,9 @@ from passlab.analysis.graph import FusedGraph, fused_graph
 
 tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
-from tvm.relax.backend.cpu_generic import pipeline as cpu  # noqa: E402
+from relax_snapshots import snapshots  # noqa: E402
 
 
-@functools.lru_cache(maxsize=None)
-def snapshots(model: str) -> dict[str, tvm.IRModule]:
-    """The module after each pass of the CPU Relax pipeline, applied by hand."""
-    mod = {"mlp": models.mlp, "resnet": models.resnet,
-           "tf12": lambda: models.transformer(layers=12),
-           "dyn": lambda: models.transformer(seq_len="n")}[model]()
-    target = tvm.target.Target("llvm")
-    out = {"input": mod}
-    with target:
-        for p in (cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
-                  + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)):
-            mod = p(mod)
-            out[p.info.name] = mod
-    return out
 
 
 def edge_rows(g: FusedGraph) -> list[tuple]:

@@ -117,8 +117,9 @@ def test_legalize_adds_prim_funcs_and_modifies_forward(mlp):
     assert d.added == MLP_KERNELS
     assert d.modified == ("forward",)
     assert d.removed == () and d.renamed == ()
-    assert [fd.status for fd in d] == ["added"] * 2 + ["modified"] + ["added"] * 5
-    assert [fd.kind for fd in d][:3] == ["tir", "tir", "relax"]
+    # the Relax function first (what the pass did to the model), then kernels by name
+    assert [fd.status for fd in d] == ["modified"] + ["added"] * 7
+    assert [fd.kind for fd in d][:3] == ["relax", "tir", "tir"]
     assert (d.lines_added, d.lines_removed) == (82, 7)
     assert (d["forward"].lines_added, d["forward"].lines_removed) == (8, 7)  # + "cls = Module"
     assert not d.unchanged
@@ -164,7 +165,7 @@ def test_structurally_equal_copy_is_unchanged(mlp):
 
 def test_all_functions_lists_unchanged_ones(mlp):
     d = diff(mlp.legal, mlp.annotated, all_functions=True)
-    assert [fd.name for fd in d] == sorted((*MLP_KERNELS, "forward"))
+    assert [fd.name for fd in d] == ["forward", *sorted(MLP_KERNELS)]
     assert d["forward"].status == "unchanged"
     assert d.modified == MLP_KERNELS
     assert d["forward"].to_text() == "diff a/forward b/forward (relax, unchanged)"
@@ -383,3 +384,19 @@ def test_mimebundle_never_raises():
         "<ModuleDiff: could not render: RuntimeError('printer exploded')>")
     assert "passlab-error" in bundle["text/html"]
     assert "RuntimeError: printer exploded" in bundle["text/html"]
+
+
+def test_first_view_prints_only_the_first_functions(mlp):
+    from passlab.analysis import _printing
+
+    d = diff(mlp.mod, mlp.legal)
+    _printing.clear_cache()
+    html_first = d.to_html(max_functions=2)
+    assert _printing.cache_info()["size"] <= 4  # two functions, before and after
+    assert "shown 2 of 8 changed functions; not printed: " in html_first
+    assert "to_html(max_functions=None) shows all" in html_first
+    assert "lines in the shown functions" in html_first
+    text = d.to_text(max_functions=1)
+    assert text.splitlines()[0].endswith("(+8 -7 lines in the shown functions)")
+    assert "shown 1 of 8 changed functions" in text.splitlines()[-1]
+    assert "shown" not in d.to_html()  # all of them by default

@@ -312,3 +312,13 @@ def test_stand_in_without_the_notebook_extra(monkeypatch):
     spec.loader.exec_module(module)
     with pytest.raises(ImportError, match=r"pip install 'passlab\[notebook\]'"):
         module.Explorer(passlab.Trace([]))
+
+
+def test_diff_pane_prints_the_first_functions_then_shows_all_on_request(resnet_build):
+    ex = Explorer(resnet_build.trace, selected=resnet_build.trace.find("LegalizeOps").index)
+    assert "shown 8 of 29 changed functions" in ex.diff_html
+    assert ex.diff_html.count('class="pl-status"') == 8
+    assert 'class="plx-show-all">show all 29 changed functions</button>' in ex.diff_html
+    ex.set_state({"diff_all": True})  # what the front end sends on a click
+    assert "shown 8 of" not in ex.diff_html and "plx-show-all" not in ex.diff_html
+    assert ex.diff_html.count('class="pl-status"') == 29

@@ -18,7 +18,7 @@ __all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_b
            "wrap_html", "error_html", "row_total"]
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
-_MAX_TOKENS = 2000
+_MAX_TOKENS = 200
 
 IDENTICAL_NOTE = "structurally changed, but both versions print identically"
 

@@ -18,10 +18,14 @@ from passlab._names import unknown
 from passlab.analysis import _diff_render as _render
 from passlab.analysis import _printing
 
-__all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES"]
+__all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW"]
 
 #: Diff lines shown per function before the rest is cut with a "shown N of M" note.
 MAX_LINES = 5000
+#: Functions a first view (notebook display, explorer pane, report) renders; the others
+#: are listed by name. Printing is the cost of a diff, and lowered TIR passes touch every
+#: kernel: a first view stays fast by printing only what it shows.
+FIRST_VIEW = 8
 #: Lines of ``to_text()`` kept in the plain-text notebook/terminal representation.
 _PLAIN_LINES = 400
 _MODES = ("side-by-side", "unified")
@@ -200,26 +204,50 @@ class ModuleDiff(Sequence[FunctionDiff]):
         return (f"{changed} {noun} changed: {len(self.added)} added, {len(self.removed)} "
                 f"removed, {len(self.modified)} modified, {len(self.renamed)} renamed")
 
-    def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES) -> str:
-        """Unified diff of every listed function, like ``git diff``; "no changes" if none."""
+    def _split(self, max_functions: int | None) -> tuple[tuple[FunctionDiff, ...], str]:
+        """The functions to render, and a note naming the others (printing nothing)."""
+        if max_functions is None or len(self.functions) <= max_functions:
+            return self.functions, ""
+        shown, rest = self.functions[:max_functions], self.functions[max_functions:]
+        names = ", ".join(f"{fd.name} ({fd.status})" for fd in rest[:40])
+        more = f", ... {len(rest) - 40} more" if len(rest) > 40 else ""
+        return shown, (f"shown {len(shown)} of {len(self.functions)} changed functions; not "
+                       f"printed: {names}{more}. to_html(max_functions=None) shows all.")
+
+    def _counts(self, shown: Sequence[FunctionDiff]) -> tuple[int, int, str]:
+        added = sum(fd.lines_added for fd in shown)
+        removed = sum(fd.lines_removed for fd in shown)
+        scope = "" if len(shown) == len(self.functions) else " in the shown functions"
+        return added, removed, scope
+
+    def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES,
+                max_functions: int | None = None) -> str:
+        """Unified diff of every listed function (or the first ``max_functions``), like
+        ``git diff``; "no changes" if none."""
         if self.unchanged:
             return "no changes"
-        head = f"{self._summary()} (+{self.lines_added} -{self.lines_removed} lines)"
-        blocks = [fd.to_text(line_numbers=line_numbers, max_lines=max_lines)
-                  for fd in self.functions]
-        return "\n".join([head, *blocks])
+        shown, note = self._split(max_functions)
+        added, removed, scope = self._counts(shown)
+        head = f"{self._summary()} (+{added} -{removed} lines{scope})"
+        blocks = [fd.to_text(line_numbers=line_numbers, max_lines=max_lines) for fd in shown]
+        return "\n".join([head, *blocks] + ([note] if note else []))
 
-    def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES) -> str:
-        """Self-contained HTML (inline CSS, no scripts or external resources)."""
+    def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES,
+                max_functions: int | None = None) -> str:
+        """Self-contained HTML (inline CSS, no scripts or external resources) of every
+        changed function, or of the first ``max_functions`` (the others are named)."""
         mode = _check_mode(mode)
         title = f"<b>{html.escape(self.title)}</b>: " if self.title else ""
         if self.unchanged:
             return _render.wrap_html(f'<div class="pl-summary">{title}no changes</div>')
+        shown, note = self._split(max_functions)
+        added, removed, scope = self._counts(shown)
         summary = (f'<div class="pl-summary">{title}{self._summary()} '
-                   f'(<span class="pl-count-add">+{self.lines_added}</span> '
-                   f'<span class="pl-count-del">-{self.lines_removed}</span> lines)</div>')
-        blocks = "".join(_render.html_block(fd, mode, max_lines) for fd in self.functions)
-        return _render.wrap_html(summary + blocks)
+                   f'(<span class="pl-count-add">+{added}</span> '
+                   f'<span class="pl-count-del">-{removed}</span> lines{scope})</div>')
+        blocks = "".join(_render.html_block(fd, mode, max_lines) for fd in shown)
+        tail = f'<div class="pl-note">{html.escape(note)}</div>' if note else ""
+        return _render.wrap_html(summary + blocks + tail)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return _mimebundle(self, include, exclude)
@@ -241,8 +269,9 @@ def _check_mode(mode: str) -> str:
 def _mimebundle(obj: FunctionDiff | ModuleDiff, include: Any, exclude: Any) -> dict[str, str]:
     """Text and HTML forms; a display hook must never raise, so errors become a panel."""
     bundle: dict[str, str] = {}
+    first = {"max_functions": FIRST_VIEW} if isinstance(obj, ModuleDiff) else {}
     try:
-        lines = obj.to_text().split("\n")
+        lines = obj.to_text(**first).split("\n")
         if len(lines) > _PLAIN_LINES:
             lines = lines[:_PLAIN_LINES] + [
                 f"... {len(lines) - _PLAIN_LINES} more lines; .to_text() has all of them"]
@@ -250,7 +279,7 @@ def _mimebundle(obj: FunctionDiff | ModuleDiff, include: Any, exclude: Any) -> d
     except Exception as err:  # noqa: BLE001 - display hooks never raise
         bundle["text/plain"] = f"<{type(obj).__name__}: could not render: {err!r}>"
     try:
-        bundle["text/html"] = obj.to_html()
+        bundle["text/html"] = obj.to_html(**first)
     except Exception as err:  # noqa: BLE001
         bundle["text/html"] = _render.error_html(f"{type(err).__name__}: {err}")
     if include:
@@ -360,7 +389,8 @@ def diff(
     for name in added:
         if name not in taken and function in (None, name):
             make(name, "added", None, None, new[name])
-    result.sort(key=lambda fd: (fd.name, fd.old_name or ""))
+    # the graph-level (Relax) functions first: they say what a pass did to the model
+    result.sort(key=lambda fd: (fd.kind != "relax", fd.name, fd.old_name or ""))
     return ModuleDiff(tuple(result), title)
 
 

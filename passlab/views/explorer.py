@@ -83,6 +83,8 @@ else:
         tab = t.Enum(panes.TABS, "diff", help="the open pane").tag(sync=True)
         diff_mode = t.Enum(panes.DIFF_MODES, "unified",  # the pane is narrower than a page
                            help="diff layout").tag(sync=True)
+        diff_all = t.Bool(False, help="print every changed function in diffs, not only the "
+                                      "first few").tag(sync=True)
         diff_html = t.Unicode(help="diff of the selected pass").tag(sync=True)
         graph_html = t.Unicode(help="fused graph after the selected pass").tag(sync=True)
         buffers_html = t.Unicode(help="buffers after the selected pass").tag(sync=True)
@@ -172,11 +174,11 @@ else:
                 self.kernel_title = self.kernel_text = ""
                 self._render()
 
-        @t.observe("tab", "diff_mode", "compare_a", "compare_b")
+        @t.observe("tab", "diff_mode", "diff_all", "compare_a", "compare_b")
         def _on_view(self, change: Any) -> None:
             if not self._ready:
                 return
-            if change["name"] == "diff_mode":
+            if change["name"] in ("diff_mode", "diff_all"):
                 self.diff_html = self.compare_html = ""
             self._render()
 
@@ -196,7 +198,8 @@ else:
             tab = self.tab
             try:
                 out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
-                                       a=self.compare_a, b=self.compare_b)
+                                       a=self.compare_a, b=self.compare_b,
+                                       all_functions=self.diff_all)
                 setattr(self, f"{tab}_html", out)
             finally:
                 self.rendered += 1
@@ -208,7 +211,7 @@ else:
                 for tab in panes.TABS:
                     setattr(self, f"{tab}_html", self._panes.pane(
                         tab, self.selected, mode=self.diff_mode, a=self.compare_a,
-                        b=self.compare_b))
+                        b=self.compare_b, all_functions=self.diff_all))
                 self.rendered += 1
 
         # ------------------------------------------------------------- display

@@ -118,21 +118,26 @@ class PaneRenderer:
         return None
 
     def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
-             b: int = -1) -> str:
-        """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare)."""
+             b: int = -1, all_functions: bool = False) -> str:
+        """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare).
+
+        Diffs print the first :data:`~passlab.analysis.diff.FIRST_VIEW` changed functions
+        unless ``all_functions``; the pane then offers a "show all" button."""
         empty = self._empty()
         if empty is not None:
             return empty
         if tab == "pipeline":
             return self._cached(("pipeline",), self._pipeline, "the pipeline")
         if tab == "compare":
-            return self._cached(("compare", a, b, mode), lambda: self._compare(a, b, mode),
+            return self._cached(("compare", a, b, mode, all_functions),
+                                lambda: self._compare(a, b, mode, all_functions),
                                 "the comparison")
         step = self.step(index)
         if step is None:
             return _note("Select a pass in the list to see what it did.")
         if tab == "diff":
-            return self._cached(("diff", index, mode), lambda: self._diff(step, mode),
+            return self._cached(("diff", index, mode, all_functions),
+                                lambda: self._diff(step, mode, all_functions),
                                 f"the diff of {step.label}")
         if tab == "graph":
             return self._cached(("graph", index), lambda: self._graph(step),
@@ -142,14 +147,14 @@ class PaneRenderer:
                                 f"the buffers after {step.label}")
         raise ValueError(f"unknown pane {tab!r}; panes are {', '.join(TABS)}")
 
-    def _diff(self, step: Step, mode: str) -> str:
+    def _diff(self, step: Step, mode: str, all_functions: bool) -> str:
         if step.failed:
             f = self.trace.failure
             text = f.to_text() if f is not None and f.step is step else "this pass failed"
             return _note(text, "plx-warn")
         from ..analysis.diff import diff
 
-        return diff(step).to_html(mode)
+        return _first_view(diff(step), mode, all_functions)
 
     def graph(self, index: int) -> Any:
         """The fused graph after step ``index`` (cached: node clicks look nodes up in it)."""
@@ -188,7 +193,7 @@ class PaneRenderer:
         return self._no_relax(step) or head + buffers(
             step.before if step.failed else step).to_html()
 
-    def _compare(self, a: int, b: int, mode: str) -> str:
+    def _compare(self, a: int, b: int, mode: str, all_functions: bool) -> str:
         sa, sb = self.step(a), self.step(b)
         if sa is None or sb is None:
             return _note("Choose two passes, A and B: the diff runs from A's input to B's output.")
@@ -202,7 +207,7 @@ class PaneRenderer:
         if sb.failed:
             head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
             target = sb.before
-        return head + diff(sa, target).to_html(mode)
+        return head + _first_view(diff(sa, target), mode, all_functions)
 
     def _pipeline(self) -> str:
         pipe = self.trace.pipeline
@@ -254,3 +259,15 @@ class PaneRenderer:
                         function_text(func, name))
         return (f"{node.label} is a Relax operator: no kernel for it in the module after "
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
+
+
+def _first_view(d: Any, mode: str, all_functions: bool) -> str:
+    """A diff's HTML: every function, or the first few plus a "show all" button (the front
+    end sends ``diff_all`` when it is clicked)."""
+    from ..analysis.diff import FIRST_VIEW
+
+    if all_functions or len(d) <= FIRST_VIEW:
+        return d.to_html(mode)
+    button = (f'<button type="button" class="plx-show-all">show all {len(d)} changed '
+              "functions</button>")
+    return d.to_html(mode, max_functions=FIRST_VIEW) + button

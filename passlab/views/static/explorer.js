@@ -143,6 +143,12 @@ function render({ model, el }) {
 
   const panes = {};
   for (const [name] of TABS) panes[name] = h("div", { class: `plx-pane plx-pane-${name}`, "data-pane": name });
+  // diffs print the first few functions; the pane's "show all" button asks for the rest
+  for (const name of ["diff", "compare"]) {
+    panes[name].addEventListener("click", (ev) => {
+      if (ev.target.closest && ev.target.closest(".plx-show-all")) { busy(); send({ diff_all: true }); }
+    });
+  }
   // graph: a pan/zoom viewport plus the clicked kernel's text
   const graphView = h("div", { class: "plx-graph-view" });
   const graphTools = h("div", { class: "plx-graph-tools" });

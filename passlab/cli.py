@@ -135,6 +135,28 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .views.export import export_notebook
+
+    source = Path(args.notebook)
+    if not source.is_file():
+        raise CliError(f"no notebook at {source}")
+    out = Path(args.output) if args.output else source.with_suffix(".html")
+    start = time.perf_counter()
+    try:
+        export_notebook(source, out, execute=args.execute, timeout=args.timeout)
+    except Exception as exc:
+        # nbclient's CellExecutionError: the failing cell and its traceback, as text
+        if type(exc).__name__ != "CellExecutionError":
+            raise
+        print(f"passlab: error: a cell of {source} failed:\n{exc}", file=sys.stderr)
+        return 1
+    took = time.perf_counter() - start
+    print(f"wrote {out} ({_size_text(out.stat().st_size)}) in {took:.1f} s; "
+          "its widgets render offline, without a kernel")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="passlab", description="Record, edit and explore Apache TVM's pass pipeline.")
@@ -163,6 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
     r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     r.set_defaults(func=_cmd_report)
+
+    e = sub.add_parser("export", help="write a notebook as one HTML file whose widgets "
+                                      "(the Explorer) render offline")
+    e.add_argument("notebook", help="the .ipynb file")
+    e.add_argument("-o", "--output", help="the HTML file to write (default: the notebook's "
+                                          "name with .html)")
+    e.add_argument("--execute", action="store_true",
+                   help="run the notebook first (saving the widget state)")
+    e.add_argument("--timeout", type=int, default=120, help="seconds per cell when executing")
+    e.set_defaults(func=_cmd_export)
 
     args = parser.parse_args(argv)
     try:

@@ -205,5 +205,10 @@ def test_exported_explorer_renders_offline(page_html, tmp_path):
         expect(widget.locator(".plx-count")).to_have_text("70 of 70 passes")
         expect(widget.locator(".plx-pane-diff")).to_contain_text("LegalizeOps: ")
         expect(page.get_by_text("[anywidget] Failed")).to_have_count(0)
+        # no kernel behind a static page: a click says so instead of waiting silently
+        expect(widget.locator(".plx-no-kernel")).to_be_hidden()
+        label.click()
+        expect(widget.locator(".plx-no-kernel")).to_be_visible(timeout=10_000)
+        expect(widget.locator(".plx-no-kernel")).to_contain_text("In an exported page there is none")
         assert page.errors == []
     assert blocked == []

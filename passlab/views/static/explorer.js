@@ -102,12 +102,19 @@ function render({ model, el }) {
 
   // dim the panes until the kernel answers (`rendered` changes); give up after 20 s,
   // e.g. in a static page without a kernel
-  let paneBox = null, busyTimer = null;
-  const idle = () => { clearTimeout(busyTimer); if (paneBox) paneBox.classList.remove("plx-busy"); };
+  let paneBox = null, busyTimer = null, quietTimer = null;
+  const noKernel = h("div", { class: "plx-no-kernel", hidden: "" });
+  noKernel.textContent = "No answer from a kernel yet. In an exported page there is none: " +
+    "only the view saved with the notebook can be shown; run the notebook to explore other passes.";
+  const idle = () => {
+    clearTimeout(busyTimer); clearTimeout(quietTimer);
+    if (paneBox) paneBox.classList.remove("plx-busy");
+  };
   const busy = () => {
     if (!paneBox) return;
     paneBox.classList.add("plx-busy");
-    clearTimeout(busyTimer);
+    clearTimeout(busyTimer); clearTimeout(quietTimer);
+    quietTimer = setTimeout(() => { noKernel.hidden = false; }, 5000);
     busyTimer = setTimeout(idle, 20000);
   };
 
@@ -173,7 +180,7 @@ function render({ model, el }) {
 
   paneBox = h("div", { class: "plx-panes" }, ...Object.values(panes));
   const body = h("div", { class: "plx-body" }, list, h("div", { class: "plx-right" }, tabs, paneBox));
-  root.append(summary, failure, toolbar, body);
+  root.append(summary, failure, noKernel, toolbar, body);
   el.append(root);
 
   // ---------------------------------------------------------------------- list
@@ -380,7 +387,7 @@ function render({ model, el }) {
   for (const [name] of TABS) on(`change:${name}_html`, () => renderPane(name));
   on("change:kernel_title", renderKernel);
   on("change:kernel_text", renderKernel);
-  on("change:rendered", idle);
+  on("change:rendered", () => { noKernel.hidden = true; idle(); });
 
   return () => {
     for (const [ev, fn] of off) model.off(ev, fn);

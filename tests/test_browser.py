@@ -71,10 +71,14 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
         start = time.perf_counter()
         _row(widget, "FuseOps").click()
         expect(diff).to_contain_text("FuseOps: 13 functions changed: 12 added, 0 removed, 1 modified")
-        expect(diff.locator("summary code", has_text=re.compile(r"^fused_batch_norm_relu$"))
-               ).to_have_count(1)
+        expect(diff).to_contain_text("shown 8 of 13 changed functions")  # the first view
         expect(_row(widget, "FuseOps")).to_have_class(re.compile(r"\bselected\b"))
         timings["click_roundtrip"] = time.perf_counter() - start
+        # "show all" asks the kernel for the functions the first view only named
+        diff.locator(".plx-show-all").click()
+        expect(diff.locator("summary code", has_text=re.compile(r"^fused_batch_norm_relu$"))
+               ).to_have_count(1)
+        expect(diff).not_to_contain_text("shown 8 of 13")
 
         # keyboard: down moves to the next pass, and JupyterLab keeps its cell
         active = page.evaluate(_ACTIVE_CELL)

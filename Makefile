@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-# Both create the virtual environment at .venv (once) with every Python dependency;
+# Both create the virtual environment at .venv (once) with every Python dependency
+# (torch is the pinned CPU build, torch==2.13.0, so that the PyTorch import is tested);
 # `make test` also installs the Debian packages the browser tests need.
 PYTHON ?= python3
 VENV   := .venv
@@ -11,7 +12,7 @@ STAMP  := $(VENV)/.passlab-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[notebook,onnx,test]"
+	$(PY) -m pip install -q -e ".[notebook,onnx,test,torch]"
 	touch $(STAMP)
 
 # Debian's Chromium for the real-browser tests (never a browser a tool downloads) and

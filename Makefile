@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.passlab-installed
 
 .PHONY: demo test test-fast bench system-deps clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[notebook,onnx,test,torch]"

@@ -26,20 +26,28 @@ def _cmd_passes(args: argparse.Namespace) -> int:
 
 def _seed_pass():
     """The seed-1 user pass: after the default optimizations and fusion, before memory
-    planning, list the fused kernels and the temporaries between them."""
+    planning, look at the fused kernels and the temporary buffers between them."""
     report: dict[str, object] = {}
 
     def after_fusion_report(mod):
         from . import _tvm
+        from .analysis.buffers import buffers
 
         fns = _tvm.functions(mod)
         report["kernels"] = sorted(n for n, f in fns.items() if _tvm.is_prim_func(f))
+        report["fused"] = [n for n in report["kernels"] if n.startswith("fused_")]
+        report["buffers"] = buffers(mod)
         return mod
 
     return after_fusion_report, report
 
 
+def _size(n: int) -> str:
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .analysis.buffers import buffers
     from .build import build, max_abs_diff
     from .pipeline import Pipeline
 
@@ -52,9 +60,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     b = build(mod, pipe)
     trace = b.trace
     print(trace.summary())
-    print(f"user pass {user_pass.__name__!r} ran after FuseTIR and saw "
-          f"{len(seen['kernels'])} TIR kernels: {', '.join(seen['kernels'][:6])}"
-          f"{', ...' if len(seen['kernels']) > 6 else ''}")
+    temps = seen["buffers"]
+    big = sorted(temps.tensors, key=lambda t: -(t.bytes or 0))[:3]
+    print(f"\nuser pass {user_pass.__name__!r} ran after FuseTIR, before memory planning, and saw "
+          f"{len(seen['kernels'])} TIR kernels ({len(seen['fused'])} fused) and "
+          f"{len(temps.tensors)} temporary tensors between them: peak "
+          f"{_size(temps.peak_bytes)} live at once, {_size(temps.total_bytes)} in all; largest:")
+    for t in big:
+        print(f"  {t.name}: {t.shape_text} {t.dtype}, "
+              f"{_size(t.bytes or 0)}, {t.producer} -> {', '.join(t.consumers) or 'output'}")
+    steps = {s.name: s for s in trace.top_level()}
+    if "CallTIRRewrite" in steps and "StaticPlanBlockMemory" in steps:
+        before = buffers(steps["CallTIRRewrite"])
+        after = buffers(steps["StaticPlanBlockMemory"])
+        print(f"memory planning: {len(before.allocations)} allocations, "
+              f"{_size(before.total_bytes)} -> {len(after.allocations)} allocations, "
+              f"{_size(after.total_bytes)} (StaticPlanBlockMemory reuses storages)")
     ref = build(mod)
     diff = max_abs_diff(b.run(), ref.run())
     print(f"outputs vs the unmodified pipeline: max abs diff {diff:g}")

@@ -20,7 +20,7 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 def test_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == ["01-tour.ipynb", "02-after-fusion-pass.ipynb",
-                                             "03-uma-backend.ipynb"]
+                                             "03-uma-backend.ipynb", "04-bisect-and-ab.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -124,10 +124,9 @@ def _size_text(n: int) -> str:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from .build import BuildError, build
-    from .pipeline import Pipeline
-    from .views.report import write_report
-
     from .importers import resolve_model
+    from .pipeline import Pipeline
+    from .views.report import REPORT_FUNCTIONS, write_report
 
     inserts = [_load_insert(spec) for spec in args.insert]
     mod = resolve_model(args.model)
@@ -148,7 +147,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if pipe.user_passes:
         title += " + " + ", ".join(e.name for e in pipe.user_passes)
     start = time.perf_counter()
-    out = write_report(trace, args.output, title=title)
+    out = write_report(trace, args.output, title=title,
+                       max_functions=None if args.all_functions else REPORT_FUNCTIONS)
     took = time.perf_counter() - start
     size = out.stat().st_size
     print(f"recorded {len(trace)} pass calls in {built:.2f} s; wrote the report in {took:.2f} s")
@@ -205,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="fused (default): get_default_pipeline; build: no fusion")
     r.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
     r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
+    r.add_argument("--all-functions", action="store_true",
+                   help="print every changed function in each pass diff (default: the first "
+                        "24, naming the others)")
     r.set_defaults(func=_cmd_report)
 
     e = sub.add_parser("export", help="write a notebook as one HTML file whose widgets "

@@ -382,3 +382,16 @@ def test_report_in_a_real_browser(failed_report, mlp_build, tmp_path):
         browser.close()
     assert errors == []
     assert all(u.startswith("file:") for u in requests)
+
+
+def test_report_caps_functions_per_diff_and_names_the_rest(mlp_build, tmp_path, capsys):
+    from passlab.views.report import render_report
+
+    legal = mlp_build.trace.find("LegalizeOps")  # 8 changed functions
+    capped = parse(render_report(mlp_build.trace, max_functions=3)).blocks[f"pl-diff-{legal.index}"]
+    assert "shown 3 of 8 changed functions; not printed: " in capped
+    assert capped.count('class="pl-status"') == 3
+    full = parse(render_report(mlp_build.trace, max_functions=None)).blocks[f"pl-diff-{legal.index}"]
+    assert "shown" not in full and full.count('class="pl-status"') == 8
+    assert cli.main(["report", "mlp", "--all-functions", "-o", str(tmp_path / "a.html")]) == 0
+    assert "wrote " in capsys.readouterr().out

@@ -12,7 +12,7 @@ only for the functions a step changed and cached per function object.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -192,36 +192,32 @@ def _chain(trace: Trace, at: Step | None) -> list[Step]:
     return keep
 
 
-def _binding_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
+def _events(chain: list[Step], name: str, lookup: Callable[[Any], dict[str, Any]],
+            same: Callable[[Any, Any], bool]) -> list[Event]:
+    """Where ``name`` (found in a function by ``lookup``) appears, disappears or changes
+    (``same`` says whether two found values are the same) along the chain."""
     events = []
     for s in chain:
         fa, fb = _tvm.functions(s.before), _tvm.functions(s.after)
         for fname in s.functions_changed.names:
-            old = names.bindings(fa.get(fname)).get(name)
-            new = names.bindings(fb.get(fname)).get(name)
-            if old and not new:
-                events.append(Event("removed", s, fname))
-            elif new and not old:
-                events.append(Event("created", s, fname))
-            elif old and new and names.value_hashes(old) != names.value_hashes(new):
-                events.append(Event("rewritten", s, fname))
-    return events
-
-
-def _parameter_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
-    events = []
-    for s in chain:
-        fa, fb = _tvm.functions(s.before), _tvm.functions(s.after)
-        for fname in s.functions_changed.names:
-            old = names.parameters(fa.get(fname)).get(name)
-            new = names.parameters(fb.get(fname)).get(name)
+            old = lookup(fa.get(fname)).get(name)
+            new = lookup(fb.get(fname)).get(name)
             if old is not None and new is None:
                 events.append(Event("removed", s, fname))
             elif new is not None and old is None:
                 events.append(Event("created", s, fname))
-            elif old is not None and old != new:
+            elif old is not None and not same(old, new):
                 events.append(Event("rewritten", s, fname))
     return events
+
+
+def _binding_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
+    return _events(chain, name, names.bindings,
+                   lambda a, b: names.value_hashes(a) == names.value_hashes(b))
+
+
+def _parameter_events(chain: list[Step], name: str, names: _Names) -> list[Event]:
+    return _events(chain, name, names.parameters, lambda a, b: a == b)
 
 
 def _tensor_alias(module: Any, name: str) -> str | None:

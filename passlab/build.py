@@ -148,6 +148,8 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         the message names the first pass that broke a check, which is often the cause.
     passlab.checks.CheckError
         (a BuildError) When the build succeeded but a pass broke one of ``checks``.
+    KeyboardInterrupt
+        Ctrl-C during a pass stays a KeyboardInterrupt, with ``.trace`` attached.
 
     Examples
     --------
@@ -180,6 +182,9 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
             bar.close(f"failed after {len(trace)} pass calls")
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
+        if not isinstance(original, Exception):  # Ctrl-C, SystemExit: not a build error
+            original.trace = trace  # what was recorded is not lost
+            raise original from None
         message = _message(trace)
         found = _violations(trace, checks)
         if found:

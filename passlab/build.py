@@ -221,18 +221,24 @@ def _violations(trace: Trace, checks: Sequence[Any]) -> tuple:
     return run_checks(trace, checks)
 
 
-def _trace(state, pipe: Pipeline, mod, exc: BaseException | None = None,
+def _trace(state, pipe: Pipeline | None, mod, exc: BaseException | None = None,
            kernels_reused: bool = False) -> Trace:
-    meta: dict[str, Any] = dict(target=pipe.target, pipeline=pipe, input=mod,
-                                versions=_tvm.versions())
+    """The trace of a recorder's events; without a pipeline (``record()``), stages are
+    only "relax" and "tir" and no step counts as a user pass."""
+    meta: dict[str, Any] = dict(versions=_tvm.versions())
+    if pipe is not None:
+        meta.update(target=pipe.target, pipeline=pipe, input=mod)
     if kernels_reused:
         meta["kernels_reused"] = True
         meta["notes"] = ["TIR pipeline and codegen skipped: the kernels are structurally "
                          "identical to an earlier build's, whose compiled library was reused"]
     if state.broken:
         meta["warnings"] = [f"recorder stopped early: {state.broken}"]
-    trace = from_events(state.events, meta, ROOT_NAME, pipe.stage_names,
-                        [e.name for e in pipe.user_passes])
+    if pipe is None:
+        trace = from_events(state.events, meta)
+    else:
+        trace = from_events(state.events, meta, ROOT_NAME, pipe.stage_names,
+                            [e.name for e in pipe.user_passes])
     if exc is None:
         return trace
     meta["failure"] = _failure(trace, state, exc)
@@ -277,15 +283,8 @@ class Recording:
         self.trace: Trace | None = None
 
     def _finish(self, exc: BaseException | None) -> None:
-        state = self._recorder.state
-        meta: dict[str, Any] = dict(versions=_tvm.versions())
-        if state.broken:
-            meta["warnings"] = [f"recorder stopped early: {state.broken}"]
-        trace = from_events(state.events, meta)
-        if exc is not None and isinstance(exc, Exception):
-            meta["failure"] = _failure(trace, state, exc)
-            trace = Trace(list(trace), meta)
-        self.trace = trace
+        failed = exc if isinstance(exc, Exception) else None  # Ctrl-C is not a failure
+        self.trace = _trace(self._recorder.state, None, None, failed)
 
 
 @contextmanager

@@ -43,6 +43,14 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def human_bytes(n: int) -> str:
+    """A memory size in binary units: "512 B", "2.5 KiB", "1.2 MiB"."""
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"
+
+
 def shown_note(shown: int, total: int, what: str = "rows") -> str:
     return f"shown {shown} of {total} {what}"
 

@@ -42,11 +42,8 @@ def _seed_pass():
     return after_fusion_report, report
 
 
-def _size(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._render import human_bytes
     from .analysis.buffers import buffers
     from .build import build, max_abs_diff
     from .pipeline import Pipeline
@@ -65,17 +62,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"\nuser pass {user_pass.__name__!r} ran after FuseTIR, before memory planning, and saw "
           f"{len(seen['kernels'])} TIR kernels ({len(seen['fused'])} fused) and "
           f"{len(temps.tensors)} temporary tensors between them: peak "
-          f"{_size(temps.peak_bytes)} live at once, {_size(temps.total_bytes)} in all; largest:")
+          f"{human_bytes(temps.peak_bytes)} live at once, {human_bytes(temps.total_bytes)} "
+          "in all; largest:")
     for t in big:
         print(f"  {t.name}: {t.shape_text} {t.dtype}, "
-              f"{_size(t.bytes or 0)}, {t.producer} -> {', '.join(t.consumers) or 'output'}")
+              f"{human_bytes(t.bytes or 0)}, {t.producer} -> {', '.join(t.consumers) or 'output'}")
     steps = {s.name: s for s in trace.top_level()}
     if "CallTIRRewrite" in steps and "StaticPlanBlockMemory" in steps:
         before = buffers(steps["CallTIRRewrite"])
         after = buffers(steps["StaticPlanBlockMemory"])
         print(f"memory planning: {len(before.allocations)} allocations, "
-              f"{_size(before.total_bytes)} -> {len(after.allocations)} allocations, "
-              f"{_size(after.total_bytes)} (StaticPlanBlockMemory reuses storages)")
+              f"{human_bytes(before.total_bytes)} -> {len(after.allocations)} allocations, "
+              f"{human_bytes(after.total_bytes)} (StaticPlanBlockMemory reuses storages)")
     ref = build(mod)
     diff = max_abs_diff(b.run(), ref.run())
     print(f"outputs vs the unmodified pipeline: max abs diff {diff:g}")

@@ -55,7 +55,7 @@ class PassTable:
         for r in rows:
             ch = "+{added} -{removed} ~{modified}".format(**r) if r["changed"] else "no change"
             peak = "" if r["peak_bytes"] is None else \
-                ("" if r["peak_exact"] else ">=") + _bytes(r["peak_bytes"])
+                ("" if r["peak_exact"] else ">=") + _render.human_bytes(r["peak_bytes"])
             body.append([str(r["index"]), r["name"], r["stage"],
                          "failed" if r["ms"] is None else f"{r['ms']:.2f}", ch,
                          _arrow(r["bindings_before"], r["bindings_after"]),
@@ -156,10 +156,3 @@ def _lines(mod: Any, cache: dict) -> int:
 
 def _arrow(a: int, b: int) -> str:
     return str(a) if a == b else f"{a} -> {b}"
-
-
-def _bytes(n: int) -> str:
-    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n} B"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .. import _tvm
 from .._render import NO_LAYOUT as _NO_LAYOUT
-from .._render import esc, layout_program
+from .._render import esc, human_bytes, layout_program
 from ..trace import Step, Trace
 from ._embed import inline_svg
 
@@ -125,14 +125,7 @@ def buffers_panel(step: Step) -> tuple[str, str]:
         return "", error_panel("the buffer table", exc)
     try:
         exact = "" if getattr(report, "peak_exact", True) else ">= "
-        head = f"peak {exact}{_size(report.peak_bytes)}, total {_size(report.total_bytes)}"
+        head = f"peak {exact}{human_bytes(report.peak_bytes)}, total {human_bytes(report.total_bytes)}"
     except Exception:  # a changed report API costs the headline only
         head = ""
     return head, body
-
-
-def _size(n: int) -> str:
-    for unit, k in (("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n} B"

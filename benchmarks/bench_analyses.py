@@ -25,7 +25,7 @@ import tvm  # noqa: E402
 from tvm.relax.backend.cpu_generic import pipeline as cpu  # noqa: E402
 
 import passlab.models  # noqa: E402
-from passlab.analysis import _ir  # noqa: E402
+from passlab._tvm import ir as _ir  # noqa: E402
 from passlab.analysis.buffers import buffers  # noqa: E402
 from passlab.analysis.graph import fused_graph  # noqa: E402
 

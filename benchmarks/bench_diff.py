@@ -22,7 +22,7 @@ import tvm  # noqa: E402
 from tvm.relax.backend.cpu_generic import pipeline as cpu  # noqa: E402
 
 import passlab.models  # noqa: E402
-from passlab.analysis import _printing  # noqa: E402
+from passlab._tvm import printing as _printing  # noqa: E402
 from passlab.analysis.diff import diff  # noqa: E402
 
 TARGET_MS = 100.0

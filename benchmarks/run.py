@@ -34,9 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tvm  # noqa: E402
+from bench_record import measure, print_table, variants  # noqa: E402
 
 import passlab  # noqa: E402
-from bench_record import measure, print_table, variants  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -74,7 +74,7 @@ def relax_only(model: str, repeat: int) -> dict:
 def views(model: str, mod=None) -> dict:
     import pandas  # noqa: F401 - a one-off import is not a view's latency
 
-    from passlab.analysis import _printing
+    from passlab._tvm import printing as _printing
 
     mod = mod if mod is not None else passlab.models.by_name(model)
     trace = passlab.build(mod).trace

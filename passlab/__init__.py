@@ -6,7 +6,11 @@
 >>> build.trace.find("FuseOps").changed
 True
 
-The import is cheap: TVM, pandas and Jupyter are imported where they are used.
+The import is cheap: TVM, pandas and Jupyter are imported where they are used. This
+module is the top of the import graph: it hands the public names on, and it wires the
+few conveniences by which lower layers reach higher ones (``Trace.save`` into
+:mod:`passlab.io`, ``Trace.to_html(path)`` into :mod:`passlab.views.report`,
+``Pipeline.with_backend`` into :mod:`passlab.backend`) without importing them.
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import models
-from ._names import UnknownNameError
-from .build import Build, BuildError, Recording, build, max_abs_diff, record
-from .pipeline import Pipeline
-# Imported eagerly (it is cheap: no TVM) so that the name is the function for good: a later
-# `import passlab.reproducer` would otherwise rebind passlab.reproducer to the module.
-from .reproducer import reproducer
-from .trace import Step, Trace
+from passlab import models
+from passlab import pipeline as _pipeline
+from passlab.errors import BuildError, UnknownNameError
+
+# Imported eagerly (it is cheap: no TVM) so that ``passlab.reproducer`` is the function.
+from passlab.io.reproducer import reproducer
+from passlab.pipeline import Pipeline
+from passlab.recording import trace as _trace
+from passlab.recording.build import Build, Recording, build, max_abs_diff, record
+from passlab.recording.trace import Step, Trace
 
 try:
     __version__ = version("passlab")
@@ -31,12 +37,12 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
-    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph", "buffers", "pass_table", "Explorer",
-    "bisect", "compare", "blame", "rerun", "load", "Backend", "partitions",
-    "load_trace", "reproducer", "checks",
+    "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph",
+    "buffers", "pass_table", "Explorer", "bisect", "compare", "blame", "rerun", "load",
+    "Backend", "partitions", "load_trace", "reproducer", "checks",
 ]
 
-# Analyses live one layer up; import them on first use so `import passlab` stays cheap.
+# Analyses and views live higher up; import them on first use so `import passlab` stays cheap.
 _LAZY = {
     "diff": ("passlab.analysis.diff", "diff"),
     "fused_graph": ("passlab.analysis.graph", "fused_graph"),
@@ -48,11 +54,11 @@ _LAZY = {
     "blame": ("passlab.research.blame", "blame"),
     "rerun": ("passlab.research.rerun", "rerun"),
     "predicates": ("passlab.research", "predicates"),
-    "load": ("passlab.importers", "load"),
+    "load": ("passlab.models.importers", "load"),
     "Backend": ("passlab.backend", "Backend"),
     "partitions": ("passlab.analysis.partitions", "partitions"),
-    "load_trace": ("passlab.io", "load_trace"),
-    "checks": ("passlab.checks", None),  # the module: passlab.checks.well_formed() ...
+    "load_trace": ("passlab.io.archive", "load_trace"),
+    "checks": ("passlab.recording.checks", None),  # the module: passlab.checks.well_formed() ...
 }
 
 
@@ -67,3 +73,33 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+# ------------------------------------------------------------------ conveniences
+# Methods of lower layers that are served by higher ones; each imports its layer on use.
+def _save(trace: Trace, path: Any) -> Any:
+    from passlab.io.archive import save_trace
+
+    return save_trace(trace, path)
+
+
+def _dump(trace: Trace, folder: Any, **kwargs: Any) -> Any:
+    from passlab.io.archive import export_dump
+
+    return export_dump(trace, folder, **kwargs)
+
+
+def _report(trace: Trace, path: Any) -> Any:
+    from passlab.views.report import write_report
+
+    return write_report(trace, path)
+
+
+def _with_backend(pipe: Pipeline, backend: Any) -> Pipeline:
+    from passlab.backend import apply_backend
+
+    return apply_backend(pipe, backend)
+
+
+_trace._UPPER.update(save=_save, dump=_dump, reproducer=reproducer, report=_report)
+_pipeline._UPPER.update(with_backend=_with_backend)

@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import sys
 import traceback
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 CSS = """

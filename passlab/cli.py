@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import models
+from passlab import models
+from passlab.errors import CliError
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
-    from .pipeline import Pipeline
+    from passlab.pipeline import Pipeline
 
     pipe = Pipeline.default(args.target, variant=args.variant)
     print(pipe.to_text())
@@ -30,8 +31,8 @@ def _seed_pass():
     report: dict[str, object] = {}
 
     def after_fusion_report(mod):
-        from . import _tvm
-        from .analysis.buffers import buffers
+        from passlab import _tvm
+        from passlab.analysis.buffers import buffers
 
         fns = _tvm.functions(mod)
         report["kernels"] = sorted(n for n, f in fns.items() if _tvm.is_prim_func(f))
@@ -43,10 +44,10 @@ def _seed_pass():
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._render import human_bytes
-    from .analysis.buffers import buffers
-    from .build import build, max_abs_diff
-    from .pipeline import Pipeline
+    from passlab._render import human_bytes
+    from passlab.analysis.buffers import buffers
+    from passlab.pipeline import Pipeline
+    from passlab.recording.build import build, max_abs_diff
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,10 +86,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if diff == 0 else 1
 
 
-class CliError(Exception):
-    """A mistake on the command line: printed as one line, exit status 2."""
-
-
 _INSERT_SPEC = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)"
                           r"@(?P<where>after|before)=(?P<anchor>\S+)$")
 _INSERT_FORM = ("module:function@after=PassOrStage (or @before=...), "
@@ -121,10 +118,11 @@ def _size_text(n: int) -> str:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .build import BuildError, build
-    from .importers import resolve_model
-    from .pipeline import Pipeline
-    from .views.report import REPORT_FUNCTIONS, write_report
+    from passlab.errors import BuildError
+    from passlab.models.importers import resolve_model
+    from passlab.pipeline import Pipeline
+    from passlab.recording.build import build
+    from passlab.views.report import REPORT_FUNCTIONS, write_report
 
     inserts = [_load_insert(spec) for spec in args.insert]
     mod = resolve_model(args.model)
@@ -155,7 +153,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .views.export import export_notebook
+    from passlab.views.export import export_notebook
 
     source = Path(args.notebook)
     if not source.is_file():

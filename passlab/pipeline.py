@@ -16,17 +16,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import _render, _tvm
-from ._names import unknown
+from passlab import _render, _tvm
+from passlab.errors import UserPassError, unknown
 
 __all__ = ["Pipeline", "PassEntry", "Stage", "UserPassError"]
 
 #: Name of the single module pass a Pipeline hands to ``relax.build``.
 ROOT_NAME = "passlab.pipeline"
 
-
-class UserPassError(TypeError):
-    """A user pass returned something other than an IRModule."""
+#: Conveniences served by a higher layer (``with_backend``: :mod:`passlab.backend`),
+#: registered by ``passlab/__init__.py`` so that this module never imports upwards.
+_UPPER: dict[str, Callable[..., Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -256,9 +256,7 @@ class Pipeline:
     def with_backend(self, backend: Any) -> Pipeline:
         """This pipeline with an accelerator backend applied: partitioning by its
         patterns and its passes at their phases (see :class:`passlab.Backend`)."""
-        from .backend import apply_backend
-
-        return apply_backend(self, backend)
+        return _UPPER["with_backend"](self, backend)
 
     # ------------------------------------------------------------------------- build
     def to_pass(self, on_error: Callable | None = None):

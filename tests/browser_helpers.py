@@ -97,7 +97,7 @@ def jupyter_lab(base: Path, notebooks: list[Path]) -> Iterator[Lab]:
                 break
             except Exception:
                 if process.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-3000:]}")
+                    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-3000:]}") from None
                 time.sleep(0.2)
         yield lab
     finally:

@@ -15,7 +15,7 @@ MODELS = {"mlp": models.mlp, "resnet": models.resnet, "transformer": models.tran
           "dyn": lambda: models.transformer(seq_len="n")}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def snapshots(model: str) -> dict[str, tvm.IRModule]:
     """The module after each pass of the CPU Relax pipeline (and "input")."""
     mod = MODELS[model]()

@@ -12,8 +12,8 @@ import pytest
 
 import passlab
 from passlab import backend as backend_mod
-from passlab._names import UnknownNameError
 from passlab.backend import Backend, PartitionWarning, apply_backend, preview
+from passlab.errors import UnknownNameError
 
 tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser_helpers import chromium, jupyter_lab, missing
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,

@@ -7,15 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from passlab._names import UnknownNameError
 from passlab.analysis.buffers import BufferReport, buffers
+from passlab.errors import UnknownNameError
 
 tvm = pytest.importorskip("tvm")
-from tvm import relax  # noqa: E402
 from relax_snapshots import snapshots  # noqa: E402
-
-
-
+from tvm import relax  # noqa: E402
 
 
 def estimate(mod: tvm.IRModule) -> list[tuple[int, str]]:
@@ -84,7 +81,7 @@ def test_allocations_agree_with_estimate_memory_usage(model, stage, count, total
     mod = snapshots(model)[stage]
     r = buffers(mod)
     assert (len(r.allocations), r.total_bytes) == (count, total)
-    assert estimate(mod) == [(count, "{0:.4}".format(total / 2**30))]
+    assert estimate(mod) == [(count, f"{total / 2**30:.4}")]
 
 
 def test_resnet_peaks():

@@ -206,7 +206,7 @@ class M:
 
 
 def test_recorder_bug_becomes_warning_not_failed_build(monkeypatch):
-    from passlab import recorder
+    from passlab.recording import recorder
 
     rec = recorder.Recorder()
     rec.state.events = None  # corrupt: the next callback cannot append its event

@@ -14,9 +14,9 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 import passlab.models
-from passlab._names import UnknownNameError
-from passlab.analysis import _printing
+from passlab._tvm import printing as _printing
 from passlab.analysis.diff import FunctionDiff, ModuleDiff, diff
+from passlab.errors import UnknownNameError
 
 MLP_KERNELS = ("add", "add1", "matmul", "matmul1", "relu", "transpose", "transpose1")
 
@@ -78,7 +78,7 @@ diff a/main b/main (relax, modified, +2 -1)
 class _Tags(html.parser.HTMLParser):
     """Start tags, and whether every opened tag was closed (void tags aside)."""
 
-    VOID = {"br"}
+    VOID = frozenset({"br"})
 
     def __init__(self, text: str):
         super().__init__()
@@ -387,7 +387,7 @@ def test_mimebundle_never_raises():
 
 
 def test_first_view_prints_only_the_first_functions(mlp):
-    from passlab.analysis import _printing
+    from passlab._tvm import printing as _printing
 
     d = diff(mlp.mod, mlp.legal)
     _printing.clear_cache()

@@ -15,8 +15,8 @@ pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra
 import traitlets  # noqa: E402
 
 import passlab  # noqa: E402
-from passlab.views.explorer import Explorer  # noqa: E402
 from passlab.views import explorer_panes  # noqa: E402
+from passlab.views.explorer import Explorer  # noqa: E402
 
 ROW_KEYS = ["i", "label", "stage", "kind", "origin", "depth", "changed", "summary", "failed", "ms"]
 

@@ -19,8 +19,8 @@ from tvm.ir.instrument import pass_instrument
 
 import passlab
 from passlab import Pipeline
-from passlab.checks import immutable_modules, no_ops_after, run_checks, well_formed
-from passlab.reproducer import reproducer
+from passlab.io.reproducer import reproducer
+from passlab.recording.checks import immutable_modules, no_ops_after, run_checks, well_formed
 
 INPUT = passlab.models.mlp()
 
@@ -276,9 +276,9 @@ def test_user_instrument_raising_on_enter():
             raise ValueError("enter fails")
 
     # TVM 0.27 raises at the user's own `with`: passlab is never reached
-    with pytest.raises(ValueError, match="enter fails"):
-        with tvm.transform.PassContext(instruments=[RefuseEnter()]):
-            passlab.build(passlab.models.mlp())
+    with pytest.raises(ValueError, match="enter fails"), \
+            tvm.transform.PassContext(instruments=[RefuseEnter()]):
+        passlab.build(passlab.models.mlp())
 
 
 def test_user_instrument_raising_on_exit_loses_the_executable():
@@ -287,9 +287,10 @@ def test_user_instrument_raising_on_exit_loses_the_executable():
         def exit_pass_ctx(self):
             raise ValueError("exit fails")
 
-    with pytest.raises(ValueError, match="exit fails"):  # the user's own `with` raises too
-        with tvm.transform.PassContext(instruments=[RefuseExit()]):
-            err = fails()
+    # the user's own `with` raises too
+    with pytest.raises(ValueError, match="exit fails"), \
+            tvm.transform.PassContext(instruments=[RefuseExit()]):
+        err = fails()
     # every pass finished and codegen succeeded; passlab's copy of the context raised on
     # exit, which build() reports as a codegen failure
     assert (err.failure.where, err.failure.message) == ("codegen", "exit fails")
@@ -367,7 +368,7 @@ def test_keyboard_interrupt_and_recursion_in_a_pass():
 
 # ------------------------------------------------------------------- the checks API
 def test_run_checks_api(mlp_build):
-    from passlab.checks import Check, CheckError, context_config, predicate
+    from passlab.recording.checks import Check, CheckError, context_config, predicate
 
     t = mlp_build.trace
     assert run_checks(t, [well_formed(), no_ops_after()]) == ()
@@ -413,7 +414,7 @@ needs_build_checks = pytest.mark.skipif(
 
 @needs_build_checks
 def test_build_with_checks():
-    from passlab.checks import CheckError
+    from passlab.recording.checks import CheckError
 
     pipe = Pipeline.default("llvm").insert(wrong_return_type, after="FuseTIR")
     with pytest.raises(CheckError) as err:  # the build succeeded, the check did not

@@ -9,14 +9,12 @@ from types import SimpleNamespace
 import pytest
 
 from passlab import models
-from passlab._names import UnknownNameError
 from passlab.analysis.graph import FusedGraph, fused_graph
+from passlab.errors import UnknownNameError
 
 tvm = pytest.importorskip("tvm")
-from tvm import relax  # noqa: E402
 from relax_snapshots import snapshots  # noqa: E402
-
-
+from tvm import relax  # noqa: E402
 
 
 def edge_rows(g: FusedGraph) -> list[tuple]:
@@ -140,8 +138,8 @@ def test_tuple_outputs_flow_through_tuple_get_item():
 
 
 def test_codegen_partition_is_drawn_as_a_cluster():
-    from tvm.relax.backend.pattern_registry import get_patterns_with_prefix
     import tvm.relax.backend.contrib.tensorrt  # noqa: F401  (registers the patterns)
+    from tvm.relax.backend.pattern_registry import get_patterns_with_prefix
 
     f = models.mlp()["forward"]
     mod = tvm.IRModule({tvm.ir.GlobalVar("main"): f.with_attr("global_symbol", "main")})
@@ -204,7 +202,7 @@ def test_dataframes():
     nodes, edges = g.to_dataframe(), g.to_dataframe("edges")
     assert list(nodes["id"]) == [n.id for n in g.nodes]
     assert list(edges["bytes"]) == [2048, 256, 2048, 128, 1024, 512, 1024, 32, 128]
-    assert list(edges["shape"])[0] == "32x16"
+    assert edges["shape"].iloc[0] == "32x16"
 
 
 # ------------------------------------------------------------------------ bad input

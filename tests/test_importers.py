@@ -1,4 +1,4 @@
-"""passlab.importers: load() picks the importer; ONNX models build and match onnxruntime;
+"""passlab.models.importers: load() picks the importer; ONNX models build and match onnxruntime;
 every way a model can be wrong gives one clear error."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import passlab
-from passlab import importers
-from passlab._names import UnknownNameError
-from passlab.importers import MissingImporterError, ModelFormatError, load, resolve_model
+from passlab.errors import UnknownNameError
+from passlab.models import importers
+from passlab.models.importers import MissingImporterError, ModelFormatError, load, resolve_model
 
 onnx = pytest.importorskip("onnx", reason="the ONNX tests need passlab[onnx]")
 ort = pytest.importorskip("onnxruntime", reason="the ONNX tests need passlab[onnx]")

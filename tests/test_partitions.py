@@ -9,11 +9,11 @@ import functools
 import pytest
 
 import passlab
-from passlab._names import UnknownNameError
 from passlab.analysis import partitions as partitions_mod
 from passlab.analysis.partitions import compare_backends, partitions
 from passlab.backend import Backend
-from passlab.importers import load
+from passlab.errors import UnknownNameError
+from passlab.models.importers import load
 
 tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
@@ -39,7 +39,7 @@ def npu() -> Backend:
                                     ("relu", is_op("relax.nn.relu")(wildcard()))])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiny_report():
     return partitions(npu().partition(load(TINY)))
 
@@ -241,7 +241,7 @@ def test_dataframes():
 
 
 # ----------------------------------------------------------------------- comparison
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def resnet_comparison():
     return compare_backends(passlab.models.resnet(), ["tensorrt", "example_npu"])
 

@@ -261,8 +261,8 @@ def test_analysis_errors_become_a_short_panel(mlp_build, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("analysis <b>down</b>")
 
-    monkeypatch.setattr(passlab, "fused_graph", broken, raising=False)
-    monkeypatch.setattr(passlab, "buffers", broken, raising=False)
+    monkeypatch.setattr(_snapshots, "fused_graph", broken)
+    monkeypatch.setattr(_snapshots, "buffers", broken)
     page = parse(passlab.views.report.render_report(mlp_build.trace))
     body = page.blocks["pl-snap-fusion"]
     assert "could not show the fused graph: RuntimeError: analysis &lt;b&gt;down&lt;/b&gt;" in body

@@ -15,7 +15,7 @@ from tvm import relax
 import passlab
 from passlab import Pipeline
 from passlab.io import load_trace, save_trace
-from passlab.reproducer import PassRecipe, function_recipe, reproducer
+from passlab.io.reproducer import PassRecipe, function_recipe, reproducer
 
 LIMIT = 3  # a module-level constant the pass below uses: carried into the script
 
@@ -253,7 +253,7 @@ def test_recipes():
     assert function_recipe(broken, "broken").kind == "source"
     r = PassRecipe("tvm", "FuseOps", "pass_ = tvm.relax.transform.FuseOps()")
     assert PassRecipe.from_dict(r.to_dict()) == r
-    from passlab._recipes import _by_name
+    from passlab.io.recipes import _by_name
 
     tgt = tvm.target.Target("llvm")
     assert _by_name("tirx.Filter", 0, tgt).kind == "missing"

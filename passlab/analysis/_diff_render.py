@@ -156,7 +156,7 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 - characters, not paths
 
 
 def _highlight(old: str, new: str) -> tuple[str, str]:

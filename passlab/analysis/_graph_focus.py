@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ._graph_render import TERMINALS
+from passlab.analysis._graph_render import TERMINALS
 
 __all__ = ["keep_region", "collapse"]
 
@@ -25,7 +25,7 @@ def keep_region(g: Any, region: str | tuple[int, int]) -> Any:
             text in s.lower() for s in (n.id, n.label, *n.ops))}
         what = f"region {region!r}"
         if not keep:
-            from passlab._names import unknown
+            from passlab.errors import unknown
 
             labels = [n.label for n in g.nodes if n.kind not in TERMINALS]
             raise unknown("region", region, labels, "A region matches node ids, labels or ops.")

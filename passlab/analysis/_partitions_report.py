@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from passlab import _render
 
@@ -160,7 +160,7 @@ class PartitionReport:
         for r in self.regions:
             if key in (r.name, r.var):
                 return r
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("region", key, [r.name for r in self.regions] + [r.var for r in self.regions])
 
@@ -185,7 +185,7 @@ class PartitionReport:
                                  f"({', '.join(self.backends) or 'none'}); name one")
             backend = self.backends[0]
         if backend != HOST and backend not in self.backends:
-            from passlab._names import unknown
+            from passlab.errors import unknown
 
             raise unknown("backend", backend, self.backends + (HOST,))
         mine = [o for o in self.ops if (o.backend or HOST) == backend]
@@ -217,10 +217,10 @@ class PartitionReport:
                  str(r.bytes_in), str(r.bytes_out), str(r.flops)]
                 for i, r in enumerate(self.regions)]
 
-    _REGION_HEADER = ["#", "region", "backend", "call", "composites", "ops", "inputs",
+    _REGION_HEADER: ClassVar[list[str]] = ["#", "region", "backend", "call", "composites", "ops", "inputs",
                       "outputs", "in B", "out B", "FLOPs"]
-    _OP_HEADER = ["composite", "op", "result", "shape", "dtype", "FLOPs", "bytes"]
-    _CROSS_HEADER = ["dir", "tensor", "kind", "shape", "dtype", "bytes", "from/to"]
+    _OP_HEADER: ClassVar[list[str]] = ["composite", "op", "result", "shape", "dtype", "FLOPs", "bytes"]
+    _CROSS_HEADER: ClassVar[list[str]] = ["dir", "tensor", "kind", "shape", "dtype", "bytes", "from/to"]
 
     @staticmethod
     def _op_rows(ops: Sequence[OpCall]) -> list[list[str]]:
@@ -285,7 +285,7 @@ class PartitionReport:
             return pd.DataFrame([dict(c.__dict__, ops_pct=c.ops_pct, flops_pct=c.flops_pct,
                                       bytes_pct=c.bytes_pct) for c in self.coverages()]
                                 ).set_index("backend")
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("table", table, ("ops", "regions", "crossings", "coverage"))
 

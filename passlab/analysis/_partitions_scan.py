@@ -10,8 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import _ir
-from ._partitions_report import HOST, Crossing, OpCall, PartitionReport, Region
+from passlab._tvm import ir as _ir
+from passlab.analysis._partitions_report import HOST, Crossing, OpCall, PartitionReport, Region
 
 #: Operators that only move or reinterpret data: no arithmetic.
 LAYOUT_OPS = frozenset({

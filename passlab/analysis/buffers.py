@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render
-
-from . import _ir
+from passlab._tvm import ir as _ir
 
 __all__ = ["buffers", "BufferReport", "Tensor", "Allocation"]
 
@@ -127,7 +126,7 @@ class BufferReport:
         for t in self.tensors:
             if t.name == key or key in t.aliases:
                 return t
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("tensor", key, [t.name for t in self.tensors])
 
@@ -269,7 +268,7 @@ def buffers(
         known = sorted({s for w in walks for v in w.values for s in v.info.size.symbols})
         for key in bounds:
             if key not in known:
-                from passlab._names import unknown
+                from passlab.errors import unknown
 
                 raise unknown("symbolic variable", key, known, "bounds names a dimension "
                               "that no analysed tensor has.")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, overload
 
-from passlab._names import unknown
+from passlab._tvm import printing as _printing
 from passlab.analysis import _diff_render as _render
-from passlab.analysis import _printing
+from passlab.errors import unknown
 
 __all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW"]
 

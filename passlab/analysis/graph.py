@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passlab import _render
-
-from . import _graph_focus, _graph_render, _ir
-from ._graph_render import TERMINALS as TERMINALS  # node kinds that are data, not computation
+from passlab._tvm import ir as _ir
+from passlab.analysis import _graph_focus, _graph_render
+from passlab.analysis._graph_render import (
+    TERMINALS as TERMINALS,  # node kinds that are data, not computation
+)
 
 __all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster"]
 
@@ -114,7 +116,7 @@ class FusedGraph:
         for n in self.nodes:
             if n.id == key:
                 return n
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("node", key, [n.id for n in self.nodes])
 

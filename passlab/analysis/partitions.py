@@ -39,13 +39,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render
-
-from . import _ir
-from ._partitions_report import (HOST, Coverage, Crossing, OpCall, PartitionReport, Region,
-                                 _COVERAGE_HEADER, _coverage_row)
-from ._partitions_scan import LAYOUT_OPS as LAYOUT_OPS
-from ._partitions_scan import _Analysis, _is_offload
-from ._partitions_scan import estimate_flops as estimate_flops
+from passlab._tvm import ir as _ir
+from passlab.analysis._partitions_report import (
+    _COVERAGE_HEADER,
+    HOST,
+    Coverage,
+    Crossing,
+    OpCall,
+    PartitionReport,
+    Region,
+    _coverage_row,
+)
+from passlab.analysis._partitions_scan import LAYOUT_OPS as LAYOUT_OPS
+from passlab.analysis._partitions_scan import _Analysis, _is_offload
+from passlab.analysis._partitions_scan import estimate_flops as estimate_flops
 
 __all__ = ["partitions", "compare_backends", "PartitionReport", "Region", "OpCall",
            "Crossing", "Coverage", "BackendComparison"]
@@ -123,7 +130,7 @@ class BackendComparison:
         for name, report in self.reports:
             if name == key:
                 return report
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("backend", key, [n for n, _ in self.reports])
 
@@ -180,7 +187,7 @@ class BackendComparison:
         if table == "ops":
             header, rows = self.op_rows()
             return pd.DataFrame(rows, columns=header).set_index("op").astype(int)
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("table", table, ("coverage", "ops"))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passlab import _render
-from passlab.trace import Step, Trace
+from passlab.recording.trace import Step, Trace
 
 __all__ = ["pass_table", "PassTable"]
 
@@ -43,7 +43,7 @@ class PassTable:
     def to_dataframe(self):
         import pandas as pd
 
-        from passlab.trace import ROW_COLUMNS
+        from passlab.recording.trace import ROW_COLUMNS
 
         return pd.DataFrame(list(self.rows), columns=list(ROW_COLUMNS + _EXTRA)).set_index("index")
 
@@ -146,7 +146,7 @@ def _lines(mod: Any, cache: dict) -> int:
     hit = cache.get(key)
     if hit is None:
         from passlab import _tvm
-        from passlab.analysis._printing import function_text
+        from passlab._tvm.printing import function_text
 
         n = sum(function_text(f, name).count("\n") + 1 for name, f in _tvm.functions(mod).items())
         hit = (mod, n)

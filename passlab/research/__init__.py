@@ -17,11 +17,11 @@ True
 
 from __future__ import annotations
 
-from . import predicates
-from .bisect import BisectReport, BisectRow, bisect
-from .blame import Blame, Event, blame
-from .compare import Comparison, Delta, Point, compare
-from .rerun import Rerun, rerun
+from passlab.research import predicates
+from passlab.research.bisect import BisectReport, BisectRow, bisect
+from passlab.research.blame import Blame, Event, blame
+from passlab.research.compare import Comparison, Delta, Point, compare
+from passlab.research.rerun import Rerun, rerun
 
 __all__ = [
     "bisect", "BisectReport", "BisectRow", "compare", "Comparison", "Point", "Delta",

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from passlab import _render, _tvm
-from passlab._names import UnknownNameError, unknown
-from passlab.build import BuildError, as_module, build
+from passlab.errors import BuildError, UnknownNameError, unknown
+from passlab.models import as_module
 from passlab.pipeline import Pipeline
+from passlab.recording.build import build
+from passlab.recording.trace import Step
 from passlab.research.rerun import keep_only, pipeline_chain
-from passlab.trace import Step
 
 __all__ = ["bisect", "BisectReport", "BisectRow"]
 
@@ -164,7 +165,7 @@ def _svg(report: BisectReport, bar: int = 16, height: int = 120) -> str:
              f'height="{height + 26}" font-family="monospace" font-size="9">',
              f'<text x="{left}" y="{height + 22}">max abs error per pass position (log scale; '
              f'dashed: atol)</text>']
-    for dec in range(int(math.ceil(bottom)), int(math.floor(top)) + 1, 3):
+    for dec in range(math.ceil(bottom), math.floor(top) + 1, 3):
         yy = y(10.0 ** dec)
         parts.append(f'<text x="2" y="{yy + 3:.1f}">1e{dec}</text><line x1="{left}" '
                      f'x2="{width - pad}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#8884"/>')

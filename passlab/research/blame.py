@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from passlab import _render, _tvm
-from passlab._names import unknown
-from passlab.build import Build
-from passlab.trace import Step, Trace
+from passlab.errors import unknown
+from passlab.recording.build import Build
+from passlab.recording.trace import Step, Trace
 
 __all__ = ["blame", "Blame", "Event"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from passlab import _render, _tvm
-from passlab._names import unknown
-from passlab.build import Build
-from passlab.trace import Step, Trace
+from passlab.errors import unknown
+from passlab.recording.build import Build
+from passlab.recording.trace import Step, Trace
 
 __all__ = ["compare", "Comparison", "Point", "Delta"]
 
@@ -91,7 +91,7 @@ class Comparison(Sequence[Point]):
     Index by position or by pass name (``comparison["FuseOps"]``).
     """
 
-    __slots__ = ("points", "deltas", "names")
+    __slots__ = ("deltas", "names", "points")
 
     def __init__(self, points: Sequence[Point], deltas: Sequence[Delta],
                  names: tuple[str, str] = ("A", "B")):

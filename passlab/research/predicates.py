@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from passlab import _tvm
-from passlab.trace import Step
+from passlab.recording.trace import Step
 
 __all__ = ["Predicate", "no_calls", "calls", "has_function", "buffer_over"]
 

@@ -19,9 +19,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from passlab import _tvm
-from passlab.build import Build, build
 from passlab.pipeline import ROOT_NAME, PassEntry, Pipeline
-from passlab.trace import Step, Trace
+from passlab.recording.build import Build, build
+from passlab.recording.trace import Step, Trace
 
 if TYPE_CHECKING:
     from passlab.research.compare import Comparison

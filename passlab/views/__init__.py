@@ -5,6 +5,6 @@ Views sit on top of the analyses and the trace; nothing below imports them.
 
 from __future__ import annotations
 
-from .report import write_report
+from passlab.views.report import write_report
 
 __all__ = ["write_report"]

@@ -14,7 +14,7 @@ import json
 import re
 from importlib import resources
 
-from .._render import esc
+from passlab._render import esc
 
 __all__ = ["json_for_script", "data_block", "decode_block", "asset", "inline_svg",
            "ENCODING_GZIP"]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import _tvm
-from .._render import NO_LAYOUT as _NO_LAYOUT
-from .._render import esc, human_bytes, layout_program
-from ..trace import Step, Trace
-from ._embed import inline_svg
+from passlab import _tvm
+from passlab._render import NO_LAYOUT as _NO_LAYOUT
+from passlab._render import esc, human_bytes, layout_program
+from passlab.analysis.buffers import buffers
+from passlab.analysis.graph import fused_graph
+from passlab.recording.trace import Step, Trace
+from passlab.views._embed import inline_svg
 
 __all__ = ["Snapshot", "key_snapshots", "no_relax_reason", "graph_panel", "buffers_panel",
            "layout_program", "NO_LAYOUT_NOTE"]
@@ -87,9 +89,7 @@ def graph_panel(step: Step, program: str | None) -> str:
     if reason is not None:
         return f'<div class="pl-plain">{esc(reason)}.</div>'
     try:
-        import passlab
-
-        graph = passlab.fused_graph(step, collapse=True)
+        graph = fused_graph(step, collapse=True)
     except Exception as exc:  # the analysis may change or fail; the report must not
         return error_panel("the fused graph", exc)
     note = ""
@@ -117,9 +117,7 @@ def buffers_panel(step: Step) -> tuple[str, str]:
     if reason is not None:
         return "", f'<div class="pl-plain">{esc(reason)}.</div>'
     try:
-        import passlab
-
-        report = passlab.buffers(step)
+        report = buffers(step)
         body = report.to_html()
     except Exception as exc:
         return "", error_panel("the buffer table", exc)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from ..trace import Step, Trace
-from . import explorer_panes as panes
+from passlab.recording.trace import Step, Trace
+from passlab.views import explorer_panes as panes
 
 __all__ = ["Explorer"]
 

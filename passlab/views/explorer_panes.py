@@ -12,8 +12,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import _render, _tvm
-from ..trace import Step, Trace
+from passlab import _render, _tvm
+from passlab.recording.trace import Step, Trace
 
 __all__ = ["TABS", "DIFF_MODES", "rows", "visible", "default_selection", "PaneRenderer"]
 
@@ -152,7 +152,7 @@ class PaneRenderer:
             f = self.trace.failure
             text = f.to_text() if f is not None and f.step is step else "this pass failed"
             return _note(text, "plx-warn")
-        from ..analysis.diff import diff
+        from passlab.analysis.diff import diff
 
         return _first_view(diff(step), mode, all_functions)
 
@@ -160,7 +160,7 @@ class PaneRenderer:
         """The fused graph after step ``index`` (cached: node clicks look nodes up in it)."""
         g = self._graphs.get(index)
         if g is None:
-            from ..analysis.graph import fused_graph
+            from passlab.analysis.graph import fused_graph
 
             step = self.by_index[index]
             g = fused_graph(step.before if step.failed else step)
@@ -187,7 +187,7 @@ class PaneRenderer:
         return self._no_relax(step) or head + self.graph(step.index).to_html()
 
     def _buffers(self, step: Step) -> str:
-        from ..analysis.buffers import buffers
+        from passlab.analysis.buffers import buffers
 
         head = _failed_note(step) if step.failed else ""
         return self._no_relax(step) or head + buffers(
@@ -197,7 +197,7 @@ class PaneRenderer:
         sa, sb = self.step(a), self.step(b)
         if sa is None or sb is None:
             return _note("Choose two passes, A and B: the diff runs from A's input to B's output.")
-        from ..analysis.diff import diff
+        from passlab.analysis.diff import diff
 
         head = _note(f"From the input of #{sa.index} {sa.label} to the output of "
                      f"#{sb.index} {sb.label}.")
@@ -251,7 +251,7 @@ class PaneRenderer:
         for name in dict.fromkeys((node.label, node.id)):
             func = funcs.get(name)
             if func is not None:
-                from ..analysis._printing import function_kind, function_text
+                from passlab._tvm.printing import function_kind, function_text
 
                 kind = "TIR" if function_kind(func) == "tir" else function_kind(func).title()
                 where = "input of" if step.failed else "after"
@@ -264,7 +264,7 @@ class PaneRenderer:
 def _first_view(d: Any, mode: str, all_functions: bool) -> str:
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
     end sends ``diff_all`` when it is clicked)."""
-    from ..analysis.diff import FIRST_VIEW
+    from passlab.analysis.diff import FIRST_VIEW
 
     if all_functions or len(d) <= FIRST_VIEW:
         return d.to_html(mode)

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._embed import data_block
+from passlab.views._embed import data_block
 
 __all__ = ["export_notebook"]
 

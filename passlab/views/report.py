@@ -17,10 +17,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .._render import CSS as TABLE_CSS
-from .._render import esc
-from ..trace import Step, Trace
-from . import _embed, _snapshots
+from passlab._render import CSS as TABLE_CSS
+from passlab._render import esc
+from passlab.analysis.diff import diff
+from passlab.recording.trace import Step, Trace
+from passlab.views import _embed, _snapshots
 
 __all__ = ["write_report", "render_report"]
 
@@ -248,13 +249,6 @@ def _diff_blocks(trace: Trace, max_functions: int | None) -> dict[int, str]:
     if not steps:
         return {}
     out: dict[int, str] = {}
-    try:
-        import passlab
-
-        diff = passlab.diff
-    except Exception as exc:  # the analysis layer is missing or broken: say so per pass
-        panel = _snapshots.error_panel("the diff", exc)
-        return {s.index: _embed.data_block(f"pl-diff-{s.index}", panel) for s in steps}
     for s in steps:
         try:
             markup = diff(s).to_html(max_functions=max_functions)

@@ -315,7 +315,7 @@ def by_name(name: str):
     try:
         factory = _BUILTIN[name]
     except KeyError:
-        from ._names import unknown
+        from passlab.errors import unknown
 
         raise unknown("model", name, NAMES) from None
     return factory()

@@ -27,8 +27,8 @@ module then.
 
 This module holds what a user touches: :class:`Backend`, :func:`apply_backend`,
 :func:`preview`, :func:`partition` and :func:`host_fallback`. Behind them:
-:mod:`passlab._backend_patterns` (resolving pattern items), :mod:`passlab._backend_passes`
-(the TVM transforms) and :mod:`passlab._backend_pipeline` (where the entries go).
+:mod:`passlab.backend.patterns` (resolving pattern items), :mod:`passlab.backend.passes`
+(the TVM transforms) and :mod:`passlab.backend.placement` (where the entries go).
 
 Examples
 --------
@@ -52,11 +52,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import _backend_passes, _backend_pipeline, _tvm
-from ._backend_passes import composite_names as composite_names  # re-exported
-from ._backend_patterns import PATTERN_MODULES, is_single_pattern, resolve
-from ._names import unknown
-from .pipeline import Pipeline, Stage
+from passlab import _render, _tvm
+from passlab.backend import passes as _backend_passes
+from passlab.backend import placement as _backend_pipeline
+from passlab.backend.passes import composite_names as composite_names  # re-exported
+from passlab.backend.patterns import PATTERN_MODULES, is_single_pattern, resolve
+from passlab.errors import PartitionWarning, unknown
+from passlab.models import as_module
+from passlab.pipeline import Pipeline, Stage
+from passlab.recording.run import RecordedRun
 
 __all__ = ["Backend", "apply_backend", "preview", "partition", "PHASES", "PartitionWarning"]
 
@@ -66,10 +70,6 @@ PHASES: tuple[str, ...] = ("before_partition", "after_partition", "after_fusion"
 
 #: How the partitioned regions are handled in a full build.
 CODEGENS = ("auto", "external", "host", "none")
-
-
-class PartitionWarning(UserWarning):
-    """Some of a backend's patterns matched nothing in the model."""
 
 
 @dataclass(frozen=True)
@@ -192,20 +192,14 @@ class Backend:
         return title, ["kind", "name", "where"], rows
 
     def to_text(self) -> str:
-        from . import _render
-
         title, header, rows = self._table()
         return title + "\n" + _render.text_table(header, rows)
 
     def to_html(self) -> str:
-        from . import _render
-
         title, header, rows = self._table()
         return _render.html_table(header, rows, caption=title)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from . import _render
-
         return _render.mimebundle(self)
 
     def __repr__(self) -> str:
@@ -258,7 +252,7 @@ def partition(mod: Any, backend: Backend | str, merge: bool = True) -> Any:
     (``annotate_codegen=True``). Weights stay arguments of the regions
     (``bind_constants=False``), so they show as traffic. Only the entry function is
     partitioned; modules whose entry is ``forward`` are handled (see
-    :func:`passlab._backend_passes.with_entry_as_main`).
+    :func:`passlab.backend.passes.with_entry_as_main`).
     """
     return _backend_passes.partition_module(mod, as_backend(backend).fusion_patterns(), merge)
 
@@ -319,35 +313,20 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
     >>> trace.top_level()[-1].name
     'partition_for_tensorrt'
     """
-    from .build import _error_class, _failure, _message, as_module
-    from .pipeline import ROOT_NAME
-    from .recorder import Recorder
-    from .trace import Trace, from_events
-
     b = as_backend(backend)
     mod = as_module(model)
     pipe = pipeline if pipeline is not None else Pipeline.default(target)
     full, si, cut = _backend_pipeline.insert_entries(pipe, b, offload=False)
     stages = full.stages[:si] + (Stage(full.stages[si].name, full.stages[si].passes[:cut + 1]),)
     short = dataclasses.replace(full, stages=stages)
-    rec = Recorder()
-    state = rec.state
-    run = short.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
-    meta: dict[str, Any] = dict(target=short.target, pipeline=short, input=mod,
-                                versions=_tvm.versions())
-    users = [e.name for e in short.user_passes]
+    run = RecordedRun(short, mod)
     try:
-        with _tvm.copy_context([rec]):
-            out = run(mod)
-    except Exception as exc:
-        trace = from_events(state.events, meta, ROOT_NAME, short.stage_names, users)
-        meta["failure"] = _failure(trace, state, exc)
-        trace = Trace(list(trace), meta)
-        f = trace.failure
-        original = f.original if f is not None and f.original is not None else exc
-        raise _error_class(type(original))(_message(trace), trace, original) from exc
+        with run:
+            out = run.relax_pass()(mod)
+    except BaseException as exc:
+        raise run.error(exc) from exc
     found = _backend_passes.unmatched_message(b, out)
     if found:
-        meta["warnings"] = [found]
         warnings.warn(found, PartitionWarning, stacklevel=2)
-    return from_events(state.events, meta, ROOT_NAME, short.stage_names, users)
+        return run.trace(warnings=[found])
+    return run.trace()

@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, overload
 
-from . import _render, _tvm
-from ._names import unknown
+from passlab import _render, _tvm
+from passlab.errors import unknown
 
 __all__ = ["Step", "Trace", "Changes", "Failure"]
+
+#: Conveniences served by higher layers (``save``, ``dump``, ``reproducer``: :mod:`passlab.io`;
+#: ``report``: :mod:`passlab.views.report`), registered by ``passlab/__init__.py`` so that
+#: this module never imports upwards.
+_UPPER: dict[str, Callable[..., Any]] = {}
 
 #: Step kinds. "pass": a pass of the coherent main chain (its ``after`` is, most of the
 #: time, the next pass's ``before``); "container": a wrapper that only sequences passes
@@ -227,7 +232,7 @@ class Trace(Sequence[Step]):
     True
     """
 
-    __slots__ = ("_steps", "_meta")
+    __slots__ = ("_meta", "_steps")
 
     def __init__(self, steps: Sequence[Step], meta: dict[str, Any] | None = None):
         self._steps = tuple(steps)
@@ -308,23 +313,17 @@ class Trace(Sequence[Step]):
         >>> len(passlab.load_trace(path)) == len(trace)
         True
         """
-        from .io import save_trace  # io sits above trace
-
-        return save_trace(self, path)
+        return _UPPER["save"](self, path)
 
     def dump(self, folder: Any, *, all_steps: bool = False) -> tuple:
         """Write numbered TVMScript files, one per changed pass, for diff tools
         (see :func:`passlab.io.export_dump`)."""
-        from .io import export_dump
-
-        return export_dump(self, folder, all_steps=all_steps)
+        return _UPPER["dump"](self, folder, all_steps=all_steps)
 
     def reproducer(self, step: Step | None = None, *, module: str = "auto") -> Any:
         """A script that re-runs the failing pass (or ``step``) on its recorded input
         (see :func:`passlab.reproducer`)."""
-        from .reproducer import reproducer
-
-        return reproducer(self if step is None else step, self, module=module)
+        return _UPPER["reproducer"](self if step is None else step, self, module=module)
 
     # ------------------------------------------------------------------ filters
     def filter(self, predicate: Callable[[Step], bool]) -> Trace:
@@ -442,9 +441,7 @@ class Trace(Sequence[Step]):
         """The pass table as HTML; with ``path``, write the static report there instead
         (see :mod:`passlab.views.report`) and return the path."""
         if path is not None:
-            from .views.report import write_report  # the report is a view over this data
-
-            return write_report(self, path)
+            return _UPPER["report"](self, path)  # the report is a view over this data
         header, rows, classes, hidden = self._table(all_steps)
         note = f"{hidden} wrapper and inner steps hidden" if hidden else ""
         return _render.html_table(header, rows, classes, caption=self.summary()) + (
@@ -460,7 +457,7 @@ class Trace(Sequence[Step]):
 
 def from_events(events: Sequence[Any], meta: dict[str, Any], root: str | None = None,
                 stage_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> Trace:
-    """Turn a recorder's raw events into a Trace (see :mod:`passlab.recorder`)."""
+    """Turn a recorder's raw events into a Trace (see :mod:`passlab.recording.recorder`)."""
     stage_set, users = set(stage_names), set(user_names)
     hash_cache = _HashCache()
     containers = _tvm.CONTAINER_NAMES | ({root} if root else set())

@@ -1,5 +1,5 @@
 """What a Relax call calls, and what a kernel contains (gathered in
-:mod:`passlab.analysis._ir`).
+:mod:`passlab._tvm.ir`).
 
 * :func:`call_target`: operator, ``call_tir`` kernel, fused function, partition,
   destination-passing call, allocation or bookkeeping;
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._ir_types import _tvm, attr
+from passlab._tvm.ir_types import _tvm, attr
 
 #: TVM's ``OpPatternKind`` (``include/tvm/relax/op_attr_types.h``).
 PATTERN_NAMES: dict[int, str] = {0: "elemwise", 1: "broadcast", 2: "injective",

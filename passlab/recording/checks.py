@@ -21,14 +21,13 @@ from a user pass usually fails much later, somewhere else (often in code generat
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _render, _tvm
-from ._names import unknown
-from .build import BuildError
-from .pipeline import positional_arity
+from passlab import _render, _tvm
+from passlab.errors import CheckError, unknown
+from passlab.pipeline import positional_arity
 
 __all__ = ["Check", "Violation", "run_checks", "well_formed", "no_ops_after", "predicate",
            "immutable_modules", "CheckError"]
@@ -74,23 +73,6 @@ class Violation:
         return _render.mimebundle(self)
 
 
-class CheckError(BuildError):
-    """A build finished but broke a check: ``.trace`` is the whole trace,
-    ``.violations`` the first violating step of each check and ``.step`` the first of
-    those steps."""
-
-    def __init__(self, trace: Any, violations: Sequence[Violation]):
-        self.violations = tuple(violations)
-        lines = [v.to_text() for v in self.violations]
-        super().__init__("the build broke " + (
-            f"{len(lines)} checks:\n" if len(lines) > 1 else "a check: ") + "\n".join(lines),
-            trace)
-
-    @property
-    def step(self) -> Any:
-        return min((v.step for v in self.violations), key=lambda s: s.index, default=None)
-
-
 def as_check(obj: Any) -> Check:
     """A :class:`Check` from a Check or a plain callable ``(step) -> str | None``."""
     if isinstance(obj, Check):
@@ -112,7 +94,7 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
     Examples
     --------
     >>> import passlab
-    >>> from passlab.checks import run_checks, well_formed, no_ops_after
+    >>> from passlab.recording.checks import run_checks, well_formed, no_ops_after
     >>> trace = passlab.build(passlab.models.mlp()).trace
     >>> run_checks(trace, [well_formed(), no_ops_after("relax.nn.", after="LegalizeOps")])
     ()
@@ -252,7 +234,7 @@ def predicate(fn: Callable[..., Any], name: str | None = None, *, after: str | N
     Examples
     --------
     >>> import passlab
-    >>> from passlab.checks import predicate, run_checks
+    >>> from passlab.recording.checks import predicate, run_checks
     >>> trace = passlab.build(passlab.models.mlp()).trace
     >>> small = predicate(lambda mod: len(mod.functions) < 20, "under 20 functions")
     >>> run_checks(trace, [small])

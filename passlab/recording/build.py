@@ -16,78 +16,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from . import _tvm
-from .pipeline import ROOT_NAME, Pipeline
-from .recorder import Recorder
-from .trace import Failure, Trace, from_events
+from passlab import _tvm
+from passlab.errors import BuildError, CheckError
+from passlab.models import as_module
+from passlab.pipeline import Pipeline
+from passlab.recording.checks import context_config, run_checks
+from passlab.recording.run import RecordedRun
+from passlab.recording.trace import Trace
 
 __all__ = ["build", "record", "Recording", "Build", "BuildError", "as_module", "max_abs_diff"]
-
-_CONVERTED_NOTE = ("TVM hands Python exceptions raised inside passes back as RuntimeError; "
-                   "the message is kept")
-
-
-class BuildError(RuntimeError):
-    """A build failed. ``.trace`` keeps every step recorded up to the failure, ``.step``
-    is the failing pass (None when codegen failed after every pass finished), and
-    ``.original`` the exception TVM or the pass raised.
-
-    When the failing pass raised a Python exception, the error raised is also an
-    instance of that exception's class, so ``except ValueError`` still catches it.
-    """
-
-    def __init__(self, message: str, trace: Trace, original: BaseException | None = None):
-        super().__init__(message)
-        self.trace = trace
-        self.original = original
-
-    @property
-    def failure(self) -> Failure | None:
-        return self.trace.failure
-
-    @property
-    def step(self):
-        f = self.trace.failure
-        return None if f is None else f.step
-
-
-_ERROR_CLASSES: dict[type, type] = {}
-
-
-def _error_class(orig: type) -> type:
-    """``BuildError`` mixed with the original exception's class, where Python allows."""
-    if orig in _ERROR_CLASSES:
-        return _ERROR_CLASSES[orig]
-    cls: type = BuildError
-    if issubclass(orig, Exception) and not issubclass(orig, BuildError):
-        try:
-            cls = type(f"BuildError[{orig.__name__}]", (BuildError, orig), {
-                "__init__": BuildError.__init__, "__str__": BaseException.__str__,
-                "__module__": __name__})
-        except TypeError:  # incompatible layouts (e.g. OSError): plain BuildError
-            cls = BuildError
-    _ERROR_CLASSES[orig] = cls
-    return cls
-
-
-def as_module(model: Any):
-    """An IRModule from a model: an IRModule, TVMScript source, a built-in model name, a
-    model file (.onnx, .pt2, .py) or any object :func:`passlab.load` takes."""
-    if _tvm.is_module(model):
-        return model
-    if isinstance(model, str):
-        from . import models
-
-        if model in models.NAMES:
-            return models.by_name(model)
-        if "def " in model or "@" in model:
-            try:
-                return _tvm.parse_script(model)
-            except Exception as exc:
-                raise ValueError(f"could not parse the TVMScript given as the model: {exc}") from None
-    from .importers import resolve_model
-
-    return resolve_model(model)
 
 
 def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
@@ -133,7 +70,7 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         elsewhere); a callable ``progress(pass_name, pass_calls_so_far)`` gets the same.
     checks
         Invariants checked on the recorded modules after the build (see
-        :mod:`passlab.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
+        :mod:`passlab.recording.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
         Well-formedness is always checked after the user's own passes.
 
     Returns
@@ -163,128 +100,61 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     tgt = _tvm.target(pipe.target)
     bar = None
     if progress is True:
-        from ._progress import Progress
+        from passlab.recording.progress import Progress
 
         bar = Progress(f"building with {len(pipe)} Relax passes for {pipe.target}")
-    rec = Recorder(bar if bar is not None else (progress or None))
-    state = rec.state
-    relax_pass = pipe.to_pass(on_error=lambda name, exc: state.user_errors.setdefault(name, exc))
-    ctx = _tvm.copy_context([rec], _check_config(checks))
+    run = RecordedRun(pipe, mod, progress=bar if bar is not None else (progress or None),
+                      config=context_config(checks) if checks else None)
     earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
     start = time.perf_counter()
     try:
-        with ctx:
-            executable, kernels, reused = _tvm.build(mod, tgt, relax_pass, tir_pipeline,
+        with run:
+            executable, kernels, reused = _tvm.build(mod, tgt, run.relax_pass(), tir_pipeline,
                                                      [b._kernels for b in earlier])
-    except Exception as exc:
-        trace = _trace(state, pipe, mod, exc)
+    except BaseException as exc:
+        trace = run.trace(exc)
         if bar is not None:
             bar.close(f"failed after {len(trace)} pass calls")
-        f = trace.failure
-        original = f.original if f is not None and f.original is not None else exc
-        if not isinstance(original, Exception):  # Ctrl-C, SystemExit: not a build error
-            original.trace = trace  # what was recorded is not lost
-            raise original from None
-        message = _message(trace)
-        found = _violations(trace, checks)
-        if found:
-            message += "\nChecks:\n" + "\n".join(v.to_text() for v in found)
-        raise _error_class(type(original))(message, trace, original) from exc
-    trace = _trace(state, pipe, mod, kernels_reused=reused)
+        found = _violations(trace, checks) if isinstance(exc, Exception) else ()
+        extra = ("\nChecks:\n" + "\n".join(v.to_text() for v in found)) if found else ""
+        raise run.error(exc, trace, extra) from exc
+    trace = run.trace(**_reuse_meta(reused))
     if bar is not None:
         bar.close(f"done: {len(trace)} pass calls recorded")
     found = _violations(trace, checks)
     broken = [v for v in found if not v.check.endswith("(user passes)")]
     if broken:
-        from .checks import CheckError
-
         raise CheckError(trace, found)
     for v in found:  # the implicit check after user passes warns on a successful build
         warnings.warn(v.to_text(), RuntimeWarning, stacklevel=2)
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
 
 
-def _check_config(checks: Sequence[Any]) -> dict[str, Any]:
-    if not checks:
+def _reuse_meta(reused: bool) -> dict[str, Any]:
+    if not reused:
         return {}
-    from .checks import context_config
-
-    return context_config(checks)
+    return dict(kernels_reused=True, notes=[
+        "TIR pipeline and codegen skipped: the kernels are structurally identical to an "
+        "earlier build's, whose compiled library was reused"])
 
 
 def _violations(trace: Trace, checks: Sequence[Any]) -> tuple:
     """First violation of each check (and of well-formedness after user passes)."""
     if not checks and not any(s.origin == "user" for s in trace):
-        return ()  # nothing to check: keep the plain path free of the checks module
-    from .checks import run_checks
-
+        return ()  # nothing to check
     return run_checks(trace, checks)
-
-
-def _trace(state, pipe: Pipeline | None, mod, exc: BaseException | None = None,
-           kernels_reused: bool = False) -> Trace:
-    """The trace of a recorder's events; without a pipeline (``record()``), stages are
-    only "relax" and "tir" and no step counts as a user pass."""
-    meta: dict[str, Any] = dict(versions=_tvm.versions())
-    if pipe is not None:
-        meta.update(target=pipe.target, pipeline=pipe, input=mod)
-    if kernels_reused:
-        meta["kernels_reused"] = True
-        meta["notes"] = ["TIR pipeline and codegen skipped: the kernels are structurally "
-                         "identical to an earlier build's, whose compiled library was reused"]
-    if state.broken:
-        meta["warnings"] = [f"recorder stopped early: {state.broken}"]
-    if pipe is None:
-        trace = from_events(state.events, meta)
-    else:
-        trace = from_events(state.events, meta, ROOT_NAME, pipe.stage_names,
-                            [e.name for e in pipe.user_passes])
-    if exc is None:
-        return trace
-    meta["failure"] = _failure(trace, state, exc)
-    return Trace(list(trace), meta)
-
-
-def _failure(trace: Trace, state, exc: BaseException) -> Failure:
-    open_steps = [s for s in trace if s.failed]
-    if not open_steps:
-        where = "codegen" if len(trace) else "setup"
-        return Failure(where, _first_line(exc), type(exc).__name__, original=exc)
-    step = open_steps[-1]
-    enclosing = tuple(s.label for s in open_steps[:-1])
-    user_exc = state.user_errors.get(step.name)
-    if user_exc is not None:
-        return Failure("pass", str(user_exc), type(user_exc).__name__, step, enclosing,
-                       original=user_exc)
-    note = _CONVERTED_NOTE if type(exc) is RuntimeError else ""
-    return Failure("pass", _first_line(exc), type(exc).__name__, step, enclosing, note, exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text if len(text) < 2000 else text[:2000] + " ..."
-
-
-def _message(trace: Trace) -> str:
-    f = trace.failure
-    kept = sum(1 for s in trace if not s.failed)
-    tail = (f"\nThe error's .trace keeps the {len(trace)} steps recorded so far "
-            f"({kept} finished)")
-    if f is not None and f.step is not None:
-        tail += f"; .step.before is the input of {f.step.label!r}."
-    return (f.to_text() if f is not None else "build failed") + tail
 
 
 class Recording:
     """What :func:`record` yields: ``.trace`` is filled in when the block exits."""
 
-    def __init__(self, recorder):
-        self._recorder = recorder
+    def __init__(self, run: RecordedRun):
+        self._run = run
         self.trace: Trace | None = None
 
     def _finish(self, exc: BaseException | None) -> None:
         failed = exc if isinstance(exc, Exception) else None  # Ctrl-C is not a failure
-        self.trace = _trace(self._recorder.state, None, None, failed)
+        self.trace = self._run.trace(failed)
 
 
 @contextmanager
@@ -304,10 +174,10 @@ def record() -> Iterator[Recording]:
     >>> rec.trace[0].name
     'LegalizeOps'
     """
-    rec = Recorder()
-    recording = Recording(rec)
+    run = RecordedRun()
+    recording = Recording(run)
     try:
-        with _tvm.copy_context([rec]):
+        with run:
             yield recording
     except BaseException as exc:
         recording._finish(exc)

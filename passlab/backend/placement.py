@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from . import _tvm
-from ._backend_passes import inline_regions, partition_module
-from .pipeline import PassEntry, Pipeline, Stage, _user_entry
+from passlab import _tvm
+from passlab.backend.passes import inline_regions, partition_module
+from passlab.pipeline import PassEntry, Pipeline, Stage, _user_entry
 
 
 def _codegen_pass(b: Any) -> tuple[str, Callable[[Any], Any], str]:

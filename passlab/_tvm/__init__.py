@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._names import unknown
+from passlab.errors import unknown
 
 #: Stage names, in pipeline order, of TVM's per-target Relax pipelines
 #: (``tvm.relax.backend.<target>.pipeline``).
@@ -186,7 +186,7 @@ class Kernels:
     LLVM) is most of a CPU build.
     """
 
-    __slots__ = ("tir_mod", "target", "tir_pipeline", "lib", "_hash")
+    __slots__ = ("_hash", "lib", "target", "tir_mod", "tir_pipeline")
 
     def __init__(self, tir_mod, target: str, tir_pipeline: str, lib):
         self.tir_mod, self.target, self.tir_pipeline, self.lib = tir_mod, target, tir_pipeline, lib
@@ -252,7 +252,7 @@ class ObjectCache:
     cannot be reused by another object while the entry is cached.
     """
 
-    __slots__ = ("_fn", "_cache")
+    __slots__ = ("_cache", "_fn")
 
     def __init__(self, fn: Callable[[Any], Any]):
         self._fn = fn
@@ -320,21 +320,41 @@ def is_prim_func(func) -> bool:
     return isinstance(func, tvm().tirx.PrimFunc)
 
 
-def entry_function(mod) -> str:
-    """Name of the function a user calls: ``forward``/``main``, else the only public
-    Relax function."""
-    fns = functions(mod)
-    for name in ("forward", "main"):
-        if name in fns and is_relax_function(fns[name]):
+def entry_function(mod, *, strict: bool = True) -> str:
+    """Name of the function a user calls, by one rule used everywhere (running a build,
+    the fused graph, buffers, partitions): the first Relax function with a ``num_input``
+    attribute (what ``nn.Module.export_tvm`` and TVM's ONNX and PyTorch importers set),
+    else ``main``, else ``forward``, else the only public Relax function.
+
+    When none of these decides, ``strict`` raises ``ValueError``; otherwise the first
+    public Relax function (or the first Relax function) is taken.
+    """
+    fns = {n: f for n, f in functions(mod).items() if is_relax_function(f)}
+    for name, f in fns.items():
+        if f.attrs is not None and "num_input" in f.attrs:
             return name
-    public = [n for n, f in fns.items() if is_relax_function(f) and _is_public(f)]
-    if len(public) == 1:
+    for name in ("main", "forward"):
+        if name in fns:
+            return name
+    public = [n for n, f in fns.items() if _is_public(f)]
+    if len(public) == 1 or (public and not strict):
         return public[0]
+    if fns and not strict:
+        return next(iter(fns))
     raise ValueError(
         "cannot tell which function to run: the module has "
         + (f"the public Relax functions {public}" if public else "no public Relax function")
         + "; pass function='name'."
     )
+
+
+def num_inputs(func) -> int:
+    """How many leading parameters of a Relax function are inputs (the rest are weights):
+    its ``num_input`` attribute, else all of them."""
+    attrs = func.attrs
+    if attrs is not None and "num_input" in attrs:
+        return int(attrs["num_input"])
+    return len(func.params)
 
 
 def _is_public(func) -> bool:
@@ -365,13 +385,6 @@ def params(func) -> list[tuple[str, tuple, str]]:
         )
         out.append((p.name, shape, str(ty.dtype)))
     return out
-
-
-def num_inputs(func) -> int | None:
-    attrs = func.attrs
-    if attrs is not None and "num_input" in attrs:
-        return int(attrs["num_input"])
-    return None
 
 
 def virtual_machine(executable, device: str = "cpu"):

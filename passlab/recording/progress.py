@@ -13,7 +13,7 @@ INTERVAL = 0.1
 
 
 class Progress:
-    """A callable for :func:`passlab.recorder.Recorder`'s ``progress=``: shows the pass
+    """A callable for :func:`passlab.recording.recorder.Recorder`'s ``progress=``: shows the pass
     that runs, how many pass calls were recorded and the time so far."""
 
     def __init__(self, label: str, stream: Any = None) -> None:

@@ -11,10 +11,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._ir_calls import (ALLOC_TENSOR, STORAGE_OPS, VIEW_OPS, _lookup, call_target,
-                        normalize_kernel, op_pattern, short_op, split_fused_name)
-from ._ir_types import (Size, TensorInfo, _tvm, attr, iter_bindings, num_inputs,
-                        size_of_expr, tensor_infos, var_refs)
+from passlab._tvm import num_inputs
+from passlab._tvm.ir_calls import (
+    ALLOC_TENSOR,
+    STORAGE_OPS,
+    VIEW_OPS,
+    _lookup,
+    call_target,
+    normalize_kernel,
+    op_pattern,
+    short_op,
+    split_fused_name,
+)
+from passlab._tvm.ir_types import (
+    Size,
+    TensorInfo,
+    _tvm,
+    attr,
+    iter_bindings,
+    size_of_expr,
+    tensor_infos,
+    var_refs,
+)
 
 
 @dataclass(eq=False)

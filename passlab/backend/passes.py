@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import _tvm
-from ._backend_patterns import resolve
+from passlab import _tvm
+from passlab.backend.patterns import resolve
 
 
 def with_entry_as_main(mod: Any, fn: Callable[[Any], Any]) -> Any:

@@ -11,7 +11,7 @@ TVM upgrade touches only them.
 Examples
 --------
 >>> import passlab
->>> from passlab.importers import load
+>>> from passlab.models import load
 >>> load(passlab.models.mlp()) is not None
 True
 """
@@ -23,10 +23,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _tvm, models
-from ._names import close_matches, unknown
+from passlab import _tvm
+from passlab.errors import (
+    MissingImporterError,
+    ModelFormatError,
+    close_matches,
+    first_line,
+    unknown,
+)
+from passlab.models.builtin import NAMES, by_name
 
-__all__ = ["load", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
+__all__ = ["load", "as_module", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
 
 #: File suffixes :func:`load` reads, and what they hold.
 SUFFIXES: dict[str, str] = {
@@ -37,15 +44,6 @@ SUFFIXES: dict[str, str] = {
 
 #: The pip extra that brings each importer's package.
 _EXTRAS = {"onnx": "onnx", "torch": "torch"}
-
-
-class ModelFormatError(ValueError):
-    """The thing given as a model is not one: a file that is not a model, an unknown file
-    type, or a model with operators the importer does not support."""
-
-
-class MissingImporterError(ImportError):
-    """The importer for this kind of model needs a package that is not installed."""
 
 
 def _need(module: str, what: str, package: str, extra: str) -> Any:
@@ -123,7 +121,7 @@ def load(
     Examples
     --------
     >>> import passlab
-    >>> from passlab.importers import load
+    >>> from passlab.models import load
     >>> mod = load(passlab.models.mlp().script())
     >>> [gv.name_hint for gv in mod.get_global_vars()]
     ['forward']
@@ -152,35 +150,43 @@ _WHAT = ("a tvm.IRModule, TVMScript source, a path to a " + ", ".join(SUFFIXES) 
          "torch.export.ExportedProgram")
 
 
-def resolve_model(name_or_path: Any):
-    """An IRModule from a built-in model name (:data:`passlab.models.NAMES`) or a model
-    file path, as the command line takes it (anything else :func:`load` takes works too).
+def as_module(model: Any):
+    """An IRModule from anything passlab takes as a model: an IRModule, a built-in model
+    name (:data:`passlab.models.NAMES`), TVMScript source, a model file path, or any
+    object :func:`load` takes. This is the one model resolution: ``build``, ``bisect``,
+    ``preview`` and the command line all use it.
 
-    A name that is neither gives one error listing the built-in names (with close
+    A name that is none of these gives one error listing the built-in names (with close
     matches) and the file types :func:`load` reads.
 
     Examples
     --------
-    >>> from passlab.importers import resolve_model
-    >>> [gv.name_hint for gv in resolve_model("mlp").get_global_vars()]
+    >>> from passlab.models import as_module
+    >>> [gv.name_hint for gv in as_module("mlp").get_global_vars()]
     ['forward']
     """
-    if isinstance(name_or_path, str) and name_or_path in models.NAMES:
-        return models.by_name(name_or_path)
-    if isinstance(name_or_path, os.PathLike) or (
-        isinstance(name_or_path, str) and _looks_like_path(name_or_path)
-    ):
-        return load(name_or_path)
-    if isinstance(name_or_path, str):
-        raise unknown(
-            "model", name_or_path, models.NAMES,
-            extra="A model is a built-in name or the path of a "
-            + ", ".join(SUFFIXES) + " file.",
-        )
-    if not _tvm.is_module(name_or_path) and _kind(name_or_path) is None:
-        raise TypeError(f"cannot use {type(name_or_path).__qualname__!r} objects as models: a "
-                        f"model is a built-in model name ({', '.join(models.NAMES)}), {_WHAT}")
-    return load(name_or_path)
+    if _tvm.is_module(model):
+        return model
+    if isinstance(model, str):
+        if model in NAMES:
+            return by_name(model)
+        if _looks_like_script(model):
+            return _from_script(model, "the text given as the model")
+        if not _looks_like_path(model):
+            raise unknown(
+                "model", model, NAMES,
+                extra="A model is a built-in name or the path of a "
+                + ", ".join(SUFFIXES) + " file.",
+            )
+        return load(model)
+    if not isinstance(model, os.PathLike) and _kind(model) is None:
+        raise TypeError(f"cannot use {type(model).__qualname__!r} objects as models: a "
+                        f"model is a built-in model name ({', '.join(NAMES)}), {_WHAT}")
+    return load(model)
+
+
+#: The command line's name for :func:`as_module`.
+resolve_model = as_module
 
 
 def _looks_like_script(text: str) -> bool:
@@ -228,10 +234,10 @@ def _load_path(path: Path, spec: Any, example_inputs: Any, keep: bool,
     if suffix not in SUFFIXES:
         hint = ""
         if not path.suffix:
-            builtins = close_matches(str(path), models.NAMES)
+            builtins = close_matches(str(path), NAMES)
             hint = (f" If you meant a built-in model ({', '.join(repr(b) for b in builtins)}), "
-                    "use passlab.models.by_name." if builtins else
-                    f" Built-in models: {', '.join(models.NAMES)}.")
+                    "use passlab.by_name." if builtins else
+                    f" Built-in models: {', '.join(NAMES)}.")
         raise ModelFormatError(
             f"cannot tell how to import {str(path)!r}: unknown file type "
             f"{path.suffix or '(no suffix)'!r}. passlab reads {known}.{hint}"
@@ -250,17 +256,12 @@ def _load_path(path: Path, spec: Any, example_inputs: Any, keep: bool,
         except Exception as exc:
             raise ModelFormatError(
                 f"{str(path)!r} is not a PyTorch ExportedProgram: torch.export.load failed "
-                f"({type(exc).__name__}: {_first_line(exc)}). A .pt2 file is what "
+                f"({type(exc).__name__}: {first_line(exc)}). A .pt2 file is what "
                 "torch.export.save writes."
             ) from None
         return _from_torch(program, example_inputs, keep, shapes)
     _no_extras("a TVMScript file", spec, example_inputs, shapes)
     return _from_script(path.read_text(), repr(str(path)))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # ------------------------------------------------------------------------- importers
@@ -271,7 +272,7 @@ def _from_script(text: str, what: str):
     except Exception as exc:
         raise ModelFormatError(
             f"could not parse {what} as TVMScript ({type(exc).__name__}: "
-            f"{_first_line(exc)}); TVMScript is what IRModule.script() prints"
+            f"{first_line(exc)}); TVMScript is what IRModule.script() prints"
         ) from None
 
 
@@ -284,7 +285,7 @@ def _read_onnx(path: Path):
     except Exception as exc:
         raise ModelFormatError(
             f"{what}: it does not parse as an ONNX protobuf ({type(exc).__name__}: "
-            f"{_first_line(exc)}); {right}"
+            f"{first_line(exc)}); {right}"
         ) from None
     # Protobuf parses an empty file, and some text, as an empty message.
     if model.ir_version == 0 or not model.graph.node:
@@ -343,7 +344,7 @@ def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
         return from_onnx(model, shape_dict=shape_dict or None, keep_params_in_input=keep)
     except NotImplementedError as exc:  # tvm.error.OpNotImplemented and friends
         raise ModelFormatError(
-            f"TVM's ONNX importer cannot convert {what}: {_first_line(exc)}"
+            f"TVM's ONNX importer cannot convert {what}: {first_line(exc)}"
         ) from None
 
 
@@ -448,5 +449,5 @@ def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
     except (NotImplementedError, AssertionError, ValueError) as exc:
         raise ModelFormatError(
             f"TVM's PyTorch importer cannot convert this program: {type(exc).__name__}: "
-            f"{_first_line(exc)}"
+            f"{first_line(exc)}"
         ) from None

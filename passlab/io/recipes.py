@@ -1,6 +1,6 @@
 """How a reproducer rebuilds a pass: TVM's passes by stage list or by name, a user's
 function as its source (with the imports, constants and helpers it uses) or by import
-path. See :mod:`passlab.reproducer`, which writes these recipes into scripts."""
+path. See :mod:`passlab.io.reproducer`, which writes these recipes into scripts."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _tvm
-from .pipeline import positional_arity
+from passlab import _tvm
+from passlab.pipeline import positional_arity
+
 
 # ------------------------------------------------------------------------ recipes
 @dataclass(frozen=True)

@@ -34,9 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import _tvm
-from .pipeline import PassEntry, Pipeline, Stage
-from .trace import Failure, Step, Trace, _HashCache
+from passlab import _tvm
+from passlab.errors import TraceFileError
+from passlab.io.recipes import PassRecipe, function_recipe
+from passlab.pipeline import PassEntry, Pipeline, Stage
+from passlab.recording.trace import Failure, Step, Trace, _HashCache
 
 __all__ = ["save_trace", "load_trace", "export_dump", "TraceFileError", "SavedPipeline",
            "SavedPassEntry", "FORMAT", "FORMAT_VERSION"]
@@ -51,16 +53,11 @@ _STEP_FIELDS = ("index", "name", "depth", "parent", "stage", "kind", "origin", "
 _OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "failure", "file"})
 
 
-class TraceFileError(ValueError):
-    """A file that is not a readable passlab trace: says what is wrong and what would
-    be right."""
-
-
 # ------------------------------------------------------------------ saved pipeline
 @dataclasses.dataclass(frozen=True)
 class SavedPassEntry(PassEntry):
     """A pipeline entry read from a file: ``pass_`` is None; ``recipe`` (a
-    :class:`~passlab.reproducer.PassRecipe`) says how a script rebuilds a user pass."""
+    :class:`~passlab.io.recipes.PassRecipe`) says how a script rebuilds a user pass."""
 
     recipe: Any = None
 
@@ -86,7 +83,6 @@ class SavedPipeline(Pipeline):
 def _pipeline_data(pipe: Any) -> dict[str, Any] | None:
     if pipe is None:
         return None
-    from .reproducer import function_recipe
 
     stages = []
     for stage in pipe.stages:
@@ -105,7 +101,6 @@ def _pipeline_data(pipe: Any) -> dict[str, Any] | None:
 def _pipeline_from(data: dict[str, Any] | None) -> SavedPipeline | None:
     if data is None:
         return None
-    from .reproducer import PassRecipe
 
     stages = tuple(
         Stage(s["name"], tuple(

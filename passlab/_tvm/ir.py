@@ -22,15 +22,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._ir_calls import (ALLOC_OPS, ALLOC_STORAGE, ALLOC_TENSOR, BOOKKEEPING_OPS,
-                        CALL_TIR_OPS, PATTERN_NAMES, STORAGE_OPS, STORAGE_TENSOR, VIEW_OPS,
-                        Target, call_target, normalize_kernel, op_pattern, pattern_name,
-                        short_op, split_fused_name)
-from ._ir_types import (Size, TensorInfo, attr, dtype_bytes, evaluate, iter_bindings,
-                        num_inputs, prim_text, size_of_expr, size_of_shape, symbols,
-                        tensor_infos, var_refs)
-from ._ir_types import _tvm as _tvm  # the lazy ``tvm, relax`` import, for the analyses
-from ._walk import CallSite, Value, Walk, Walker, flatten
+from passlab._tvm import entry_function, num_inputs
+from passlab._tvm.ir_calls import (
+    ALLOC_OPS,
+    ALLOC_STORAGE,
+    ALLOC_TENSOR,
+    BOOKKEEPING_OPS,
+    CALL_TIR_OPS,
+    PATTERN_NAMES,
+    STORAGE_OPS,
+    STORAGE_TENSOR,
+    VIEW_OPS,
+    Target,
+    call_target,
+    normalize_kernel,
+    op_pattern,
+    pattern_name,
+    short_op,
+    split_fused_name,
+)
+from passlab._tvm.ir_types import (
+    Size,
+    TensorInfo,
+    attr,
+    dtype_bytes,
+    evaluate,
+    iter_bindings,
+    prim_text,
+    size_of_expr,
+    size_of_shape,
+    symbols,
+    tensor_infos,
+    var_refs,
+)
+from passlab._tvm.ir_types import _tvm as _tvm  # the lazy ``tvm, relax`` import, for the analyses
+from passlab._tvm.walk import CallSite, Value, Walk, Walker, flatten
 
 __all__ = [
     # inputs
@@ -75,21 +101,15 @@ def relax_functions(mod: Any) -> dict[str, Any]:
 
 
 def main_function(mod: Any) -> str:
-    """The entry function's name: ``num_input`` attribute, then ``main``/``forward``."""
+    """The entry function's name (:func:`passlab._tvm.entry_function`), or an error
+    saying there is nothing to analyse."""
     funcs = relax_functions(mod)
     if not funcs:
         raise ValueError(
             "the module has no Relax function (only "
             f"{len(list(mod.functions_items()))} PrimFunc/other functions); nothing to analyse"
         )
-    for name, f in funcs.items():
-        if attr(f, "num_input") is not None:
-            return name
-    for name in ("main", "forward"):
-        if name in funcs:
-            return name
-    public = [n for n, f in funcs.items() if attr(f, "global_symbol") is not None]
-    return (public or list(funcs))[0]
+    return entry_function(mod, strict=False)
 
 
 def select_functions(mod: Any, function: str | None, all_when_none: bool) -> list[str]:
@@ -100,7 +120,7 @@ def select_functions(mod: Any, function: str | None, all_when_none: bool) -> lis
     if function is None:
         return list(funcs) if all_when_none else [main_function(mod)]
     if function not in funcs:
-        from passlab._names import unknown
+        from passlab.errors import unknown
 
         others = [gv.name_hint for gv in mod.get_global_vars() if gv.name_hint not in funcs]
         extra = f"{function!r} is a PrimFunc, not a Relax function." if function in others else ""

@@ -1,5 +1,5 @@
 """Relax nodes read as plain Python values: the bottom of the IR helpers (gathered in
-:mod:`passlab.analysis._ir`).
+:mod:`passlab._tvm.ir`).
 
 * the lazy ``tvm`` import; function attributes (:func:`attr`, :func:`num_inputs`);
 * bindings: :func:`iter_bindings`, and :func:`var_refs` (the variables an expression
@@ -31,11 +31,6 @@ def attr(func: Any, key: str, default: Any = None) -> Any:
         return default
     value = attrs[key]
     return value if isinstance(value, (bool, int, str)) else str(value)
-
-
-def num_inputs(func: Any) -> int:
-    n = attr(func, "num_input")
-    return len(func.params) if n is None else int(n)
 
 
 # ---------------------------------------------------------------------------- bindings

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _render
-from ._recipes import PassRecipe, function_recipe, pass_recipe, target_of
+from passlab import _render
+from passlab.errors import first_line
+from passlab.io.recipes import PassRecipe, function_recipe, pass_recipe, target_of
 
 __all__ = ["reproducer", "Reproducer", "PassRecipe", "pass_recipe", "function_recipe"]
 
@@ -71,7 +72,7 @@ def module_code(mod: Any, var: str = "mod", module: str = "auto") -> tuple[str, 
     except _UseJson:
         pass
     except Exception as exc:  # noqa: BLE001 - any printer or parser failure means "use JSON"
-        why = f"the printed TVMScript does not parse back ({_first_line(exc)})"
+        why = f"the printed TVMScript does not parse back ({type(exc).__name__}: {first_line(exc)})"
     import tvm
 
     blob = base64.b64encode(zlib.compress(tvm.ir.save_json(mod).encode(), 9)).decode()
@@ -83,11 +84,6 @@ def module_code(mod: Any, var: str = "mod", module: str = "auto") -> tuple[str, 
 
 class _UseJson(Exception):
     pass
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 # ------------------------------------------------------------------- reproducer
@@ -150,7 +146,7 @@ def reproducer(what: Any, trace: Any = None, *, module: str = "auto") -> Reprodu
     Examples
     --------
     >>> import passlab
-    >>> from passlab.reproducer import reproducer
+    >>> from passlab.io import reproducer
     >>> b = passlab.build(passlab.models.mlp())
     >>> r = reproducer(b.trace.find("FuseOps"), b.trace)
     >>> r.expect, r.recipe

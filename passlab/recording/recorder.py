@@ -80,6 +80,13 @@ def _make_instrument_class():
             except BaseException as exc:  # noqa: BLE001
                 _break(st, exc)
 
+        def release(self):
+            """Let go of every recorded event (the caller keeps ``state``): TVM's C++
+            instrument holds this object through its bound methods, a cycle Python's
+            collector cannot break, so a finished run must not leave its snapshots here."""
+            self.state = _State()
+            self._progress = None
+
     return PasslabRecorder
 
 

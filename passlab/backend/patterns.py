@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from ._names import unknown
+from passlab.errors import unknown
 
 #: TVM modules that register pattern sets when imported (``tvm.relax.backend.contrib``).
 PATTERN_MODULES = {

@@ -25,7 +25,7 @@ from passlab.io import (
 from passlab.recording.trace import Step
 
 FIELDS = ("index", "name", "depth", "parent", "stage", "kind", "origin", "occurrence",
-          "seconds", "failed")
+          "seconds", "failed", "caught")
 
 
 def same_module(a, b) -> bool:
@@ -69,7 +69,7 @@ def test_round_trip_is_exact(mlp_build, tmp_path):
     assert_same_trace(t, u)
     assert u._meta["file"] == str(path)
     # shared snapshots stay shared: the coherent chain is still one object per link
-    relax_chain = [s for s in u.top_level() if s.stage != "tir"]
+    relax_chain = [s for s in u.top_level() if s.level == "relax"]
     assert all(a.after.same_as(b.before) for a, b in zip(relax_chain, relax_chain[1:]))
     # a loaded module is usable by TVM: GlobalVars are the module's own
     tvm.relax.analysis.well_formed(u.find("FuseTIR").after)
@@ -222,10 +222,11 @@ def test_bad_files_give_one_clear_error(mlp_build, tmp_path):
     assert error(badir).startswith(f"{badir}: apache-tvm 0.27.0.post1 could not read the IR saved "
                                    "with apache-tvm 0.27.0.post1 (")
     nofield = rewrite("nofield.zip", meta=lambda d: {**d, "steps": [{"name": "x"}]})
-    assert error(nofield) == (f"{nofield} is not a readable passlab trace: trace.json is missing "
-                              f"or has a wrong field (KeyError: 'index'). {right}")
+    assert error(nofield) == (f"{nofield} is not a readable passlab trace: trace.json: step "
+                              f"record 0 has no 'index'. {right}")
     badid = rewrite("badid.zip", meta=lambda d: {**d, "input": 10**6})
-    assert "IndexError: module id 1000000 out of range" in error(badid)
+    assert error(badid) == (f"{badid} is not a readable passlab trace: trace.json: 'input' is "
+                            f"1000000, not null or a module id in 0..74. {right}")
     assert isinstance(TraceFileError("x"), ValueError)
 
 
@@ -256,7 +257,7 @@ def test_export_dump(mlp_build, tmp_path):
         for n, s in enumerate(changed, 1)]
     assert files[1].name == "001_LegalizeOps.py"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f.name for f in files] + ["passes.txt"])
+        [f.name for f in files] + ["passes.txt", ".passlab-dump.json"])
     fuse = next(f for f in files if f.name.endswith("_FuseOps.py"))
     head = fuse.read_text().splitlines()[:4]
     step = t.find("FuseOps")
@@ -287,4 +288,16 @@ def test_step_fields_are_all_saved():
     # a new Step field must be saved too: this fails until io.py learns about it
     from dataclasses import fields
 
-    assert {f.name for f in fields(Step)} == set(FIELDS) | {"before", "after", "_hash"}
+    # ``code`` (the codegen step's generated code) is saved as the archive's "code" record
+    assert {f.name for f in fields(Step)} == set(FIELDS) | {"before", "after", "_hash", "code"}
+
+
+@pytest.mark.slow
+def test_a_cuda_trace_round_trips(tmp_path):
+    # GPU kernels have thread IterVars without a range and use thread variables that
+    # TVM's TIR verifier calls undefined: a legit trace must still load (with a note)
+    built = passlab.build(passlab.models.mlp(), passlab.Pipeline.default("cuda"))
+    loaded = load_trace(save_trace(built.trace, tmp_path / "cuda.trace.zip"))
+    assert [s.name for s in loaded] == [s.name for s in built.trace]
+    assert loaded.find("FuseTIR").changed == built.trace.find("FuseTIR").changed
+    assert any("not well formed by TVM's check" in w for w in loaded.warnings)

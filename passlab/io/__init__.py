@@ -1,7 +1,8 @@
 """Traces and scripts that leave the process: saved trace archives (validated on load),
 numbered dump folders for diff tools, pass recipes and reproducer scripts.
 
-* :mod:`~passlab.io.archive`: :func:`save_trace` / :func:`load_trace`, :func:`export_dump`;
+* :mod:`~passlab.io.archive`: :func:`save_trace` / :func:`load_trace`;
+* :mod:`~passlab.io.dump`: :func:`export_dump`, numbered TVMScript files for diff tools;
 * :mod:`~passlab.io.recipes`: how a script rebuilds a pass (TVM's by name, a user's by
   import path or source);
 * :mod:`~passlab.io.reproducer`: :func:`reproducer`, one script that re-runs a failing pass.
@@ -15,10 +16,10 @@ from passlab.io.archive import (
                                 FORMAT_VERSION,
                                 SavedPassEntry,
                                 SavedPipeline,
-                                export_dump,
                                 load_trace,
                                 save_trace,
 )
+from passlab.io.dump import export_dump
 from passlab.io.recipes import PassRecipe, function_recipe, pass_recipe
 from passlab.io.reproducer import Reproducer, reproducer
 

@@ -1,4 +1,4 @@
-"""Saved traces and DumpIR-style folders.
+"""Saved traces (numbered dump folders for diff tools are :mod:`passlab.io.dump`).
 
 A saved trace is one zip archive (never a pickle) holding two JSON files:
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -35,12 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from passlab import _tvm
+from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
+from passlab.io import validate as _limits
+from passlab.io._trace_json import check_trace_json
+from passlab.io._wellformed import check_loaded
 from passlab.io.recipes import PassRecipe, function_recipe
 from passlab.pipeline import PassEntry, Pipeline, Stage
+from passlab.recording.codegen import GeneratedCode
 from passlab.recording.trace import Failure, Step, Trace, _HashCache
 
-__all__ = ["save_trace", "load_trace", "export_dump", "TraceFileError", "SavedPipeline",
+__all__ = ["save_trace", "load_trace", "TraceFileError", "SavedPipeline",
            "SavedPassEntry", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "passlab-trace"
@@ -48,7 +52,7 @@ FORMAT = "passlab-trace"
 FORMAT_VERSION = 1
 _META, _IR = "trace.json", "ir.json"
 _STEP_FIELDS = ("index", "name", "depth", "parent", "stage", "kind", "origin", "occurrence",
-                "seconds", "failed")
+                "seconds", "failed", "caught")
 #: Trace metadata saved in a form of its own; any other key is kept when it is plain JSON.
 _OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "failure", "file"})
 
@@ -85,7 +89,7 @@ def _pipeline_data(pipe: Any) -> dict[str, Any] | None:
         return None
 
     stages = []
-    for stage in pipe.stages:
+    for stage in getattr(pipe, "all_stages", pipe.stages):  # Relax, then TIR stages
         passes = []
         for e in stage.passes:
             recipe = getattr(e, "recipe", None)
@@ -108,7 +112,9 @@ def _pipeline_from(data: dict[str, Any] | None) -> SavedPipeline | None:
                            None if p.get("recipe") is None else PassRecipe.from_dict(p["recipe"]))
             for p in s["passes"]))
         for s in data["stages"])
-    return SavedPipeline(data["target"], data["variant"], stages)
+    tir = tuple(s for s in stages if s.name in TIR_STAGES)
+    return SavedPipeline(data["target"], data["variant"],
+                         tuple(s for s in stages if s.name not in TIR_STAGES), tir)
 
 
 # ---------------------------------------------------------------------------- save
@@ -157,7 +163,7 @@ def save_trace(trace: Trace, path: str | os.PathLike) -> Path:
     steps = [_step_record(s, mods) for s in trace]
     indices = {s.index for s in trace}
     failure = trace.failure
-    fail_rec = None
+    fail_rec: dict[str, Any] | None = None
     if failure is not None:
         fail_rec = dict(where=failure.where, message=failure.message,
                         error_type=failure.error_type, enclosing=list(failure.enclosing),
@@ -170,6 +176,7 @@ def save_trace(trace: Trace, path: str | os.PathLike) -> Path:
         versions=dict(meta.get("versions") or _tvm.versions()),
         warnings=list(trace.warnings), input=mods.id(trace.input),
         pipeline=_pipeline_data(trace.pipeline), failure=fail_rec, steps=steps,
+        code=_code_data(trace),
     )
     extra, dropped = {}, []
     for key, value in meta.items():
@@ -203,13 +210,53 @@ def _bad(path: Path, what: str) -> TraceFileError:
                           f"version {FORMAT_VERSION} or lower).")
 
 
-def _read(path: Path) -> tuple[dict[str, Any], str]:
+def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
+    """A member's bytes, refused past ``limit`` uncompressed bytes: by its declared size
+    first, then while inflating (a header can lie), so a zip bomb costs no memory."""
+    info = z.getinfo(name)
+    too_big = (f"its {name} inflates to more than {limit:,} bytes, the most passlab reads "
+               f"(passlab.io.validate.MAX_{'TRACE' if name == _META else 'IR'}_JSON_BYTES)")
+    if info.file_size > limit:
+        raise _bad(path, too_big)
+    chunks, total = [], 0
+    with z.open(info) as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise _bad(path, too_big)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _count_members(path: Path) -> None:
+    """Refuse an archive with more than MAX_MEMBERS members before zipfile reads its
+    directory (a directory of millions of entries would take gigabytes)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - (1 << 16) - 22))
+        tail = fh.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
+        return  # zipfile says what is wrong
+    entries = int.from_bytes(tail[at + 10:at + 12], "little")
+    if entries > _limits.MAX_MEMBERS:
+        raise _bad(path, f"the archive holds {entries:,} members; a trace has 2 and passlab "
+                         f"reads at most {_limits.MAX_MEMBERS} (passlab.io.validate.MAX_MEMBERS)")
+
+
+def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     try:
+        _count_members(path)
         with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
+            infos = z.infolist()
+            if len(infos) > _limits.MAX_MEMBERS:
+                raise _bad(path, f"the archive holds {len(infos):,} members; passlab reads at "
+                                 f"most {_limits.MAX_MEMBERS} (passlab.io.validate.MAX_MEMBERS)")
+            names = {i.filename for i in infos}
             if _META not in names:
                 raise _bad(path, f"the archive has no {_META} (it holds {sorted(names)[:5]})")
-            data = json.loads(z.read(_META))
+            data = json.loads(_member(z, _META, _limits.MAX_TRACE_JSON_BYTES, path))
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise _bad(path, f"{_META} does not say format {FORMAT!r}")
             version = data.get("version")
@@ -222,7 +269,7 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
                     "(pip install -U passlab) to read it.")
             if _IR not in names:
                 raise _bad(path, f"the archive has no {_IR} (the IR of its modules)")
-            ir = z.read(_IR).decode()
+            ir = _member(z, _IR, _limits.MAX_IR_JSON_BYTES, path)
     except FileNotFoundError:
         raise TraceFileError(f"no trace file at {path}") from None
     except TraceFileError:
@@ -230,7 +277,8 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     except zipfile.BadZipFile as exc:
         raise _bad(path, f"it is not a complete zip archive ({exc}); a truncated or "
                          "overwritten file looks like this") from None
-    except (EOFError, OSError, ValueError, UnicodeDecodeError) as exc:  # zlib, CRC, JSON
+    except (EOFError, OSError, ValueError, UnicodeDecodeError, RecursionError,
+            NotImplementedError) as exc:  # zlib, CRC, JSON, an unsupported compression
         raise _bad(path, f"its content is corrupt ({type(exc).__name__}: {exc})") from None
     return data, ir
 
@@ -238,28 +286,56 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
 def load_trace(path: str | os.PathLike) -> Trace:
     """Read a trace written by :func:`save_trace`.
 
+    Nothing in the file reaches TVM unchecked: the archive's size and member count, every
+    field of ``trace.json`` and every node of the IR graph are checked first (see
+    :mod:`passlab.io.validate` for the limits), and each loaded function must pass TVM's
+    well-formedness check (Relax or TIR), so a damaged or crafted file is refused with a
+    :class:`TraceFileError` instead of crashing the process.
+
     Raises
     ------
     TraceFileError
-        The file is missing, not a trace, truncated, corrupt, or from a newer passlab.
+        The file is missing, not a trace, truncated, corrupt, crafted, too large, or
+        from a newer passlab.
     """
-    import tvm
+    from tvm_ffi.serialization import from_json_graph_str
 
     path = Path(path)
     data, ir = _read(path)
-    saved_with = data.get("versions", {}).get("apache-tvm", "?")
-    try:
-        modules = list(tvm.ir.load_json(ir))
-    except Exception as exc:  # TVM raises its own error types
-        raise TraceFileError(
+    versions = data.get("versions")
+    saved_with = versions.get("apache-tvm", "?") if isinstance(versions, dict) else "?"
+
+    def unreadable(why: str) -> TraceFileError:
+        return TraceFileError(
             f"{path}: apache-tvm {_tvm.versions().get('apache-tvm')} could not read the IR "
-            f"saved with apache-tvm {saved_with} ({str(exc).strip().splitlines()[-1][:300]}); "
-            "load the trace with the TVM version that saved it") from None
+            f"saved with apache-tvm {saved_with!s:.40} ({why}); load the trace with the TVM "
+            "version that saved it")
+
     try:
-        return _trace_from(data, modules, path)
+        graph = json.loads(ir)
+    except (ValueError, RecursionError) as exc:
+        raise unreadable(f"{type(exc).__name__}: {exc}") from None
+    del ir
+    bad = lambda why: _bad(path, why)  # noqa: E731
+    check_trace_json(data, _limits.modules_in(graph, bad), bad)
+    _limits.check_ir_graph(graph, bad)
+    try:  # TVM parses exactly the graph that was checked, written out again
+        modules = list(from_json_graph_str(json.dumps(graph)))
+    except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
+        raise unreadable((str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]) \
+            from None
+    del graph
+    ill_formed = check_loaded(modules, bad)
+    try:
+        trace = _trace_from(data, modules, path)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise _bad(path, f"{_META} is missing or has a wrong field ({type(exc).__name__}: "
                          f"{exc})") from None
+    if not ill_formed:
+        return trace
+    more = f" (and {len(ill_formed) - 3} more)" if len(ill_formed) > 3 else ""
+    note = "; ".join(ill_formed[:3]) + more
+    return Trace(list(trace), {**trace._meta, "warnings": [*trace.warnings, note]}, adopt=True)
 
 
 def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
@@ -277,7 +353,8 @@ def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
                     None if r["parent"] is None else int(r["parent"]), str(r["stage"]),
                     str(r["kind"]), str(r["origin"]), int(r["occurrence"]),
                     None if r["seconds"] is None else float(r["seconds"]),
-                    mod(r["before"]), mod(r["after"]), bool(r["failed"]), cache)
+                    mod(r["before"]), mod(r["after"]), bool(r["failed"]), cache,
+                    caught=r.get("caught") is True)  # absent in files saved before it
 
     steps = [step(r) for r in data["steps"]]
     meta: dict[str, Any] = dict(data.get("meta") or {})
@@ -295,70 +372,33 @@ def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
             fstep = by_index.get(f["step"]) or step(f["step_record"])
         meta["failure"] = Failure(f["where"], f["message"], f["error_type"], fstep,
                                   tuple(f.get("enclosing", ())), f.get("note", ""))
-    return Trace(steps, meta)
+    return Trace(_with_code(steps, data.get("code"), path), meta)
 
 
-# ------------------------------------------------------------------------- dumps
-_DUMP_FILE = re.compile(r"^\d{3,}_.+\.py$")
+def _code_data(trace: Trace) -> dict[str, Any] | None:
+    """The generated code of the trace's ``codegen`` step, as text (see
+    :class:`passlab.recording.codegen.GeneratedCode`): the kinds read so far."""
+    step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
+    if step is None:
+        return None
+    code = step.code
+    # assembly nobody asked for is not generated for the file (seconds for a large model)
+    return dict(step=step.index, target_kind=code.target_kind, kernels=list(code.kernels),
+                sources=code.read_sources())
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "pass"
-
-
-def export_dump(trace: Trace, folder: str | os.PathLike, *,
-                all_steps: bool = False) -> tuple[Path, ...]:
-    """Write the module after each pass as numbered TVMScript files, for diff tools.
-
-    ``000_input.py`` is the module the build started from; then one file per pass of
-    the main chain that changed the module (``all_steps=True``: every main-chain pass
-    that finished), numbered in order (``001_LegalizeOps.py``, ...), each headed by a
-    comment naming the step. ``passes.txt`` holds the pass table and, for a failed
-    build, ``failure.txt`` what failed. Earlier dump files in ``folder`` are replaced.
-
-    Examples
-    --------
-    >>> import tempfile, passlab
-    >>> from passlab.io import export_dump
-    >>> trace = passlab.build(passlab.models.mlp()).trace
-    >>> files = export_dump(trace, tempfile.mkdtemp())
-    >>> [f.name for f in files[:3]]
-    ['000_input.py', '001_LegalizeOps.py', '002_AnnotateTIROpPattern.py']
-    """
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.iterdir():
-        if _DUMP_FILE.match(old.name) or old.name in ("passes.txt", "failure.txt"):
-            old.unlink()
-    main = [s for s in trace if s.kind == "pass" and s.after is not None
-            and (all_steps or s.changed)]
-    first = trace.input if trace.input is not None else next(
-        (s.before for s in trace if s.kind == "pass"), None)
-    width = max(3, len(str(len(main))))
-    written: list[Path] = []
-    head = f"# target {trace.target}"
-    if first is not None:
-        written.append(_write_module(out / f"{0:0{width}d}_input.py", first,
-                                     f"# passlab dump: the input module\n{head}"))
-    for n, s in enumerate(main, 1):
-        ch = s.functions_changed
-        what = "; ".join(f"{k}: {', '.join(v)}" for k, v in
-                         (("added", ch.added), ("removed", ch.removed), ("modified", ch.modified))
-                         if v) or ("module attributes changed" if ch.attrs else "no change")
-        ms = "" if s.seconds is None else f", {s.seconds * 1e3:.2f} ms"
-        text = (f"# passlab dump: after step #{s.index} {s.label} (stage {s.stage}, "
-                f"{s.origin} pass{ms})\n# {what}\n{head}")
-        written.append(_write_module(out / f"{n:0{width}d}_{_safe(s.label)}.py", s.after, text))
-    (out / "passes.txt").write_text(trace.to_text() + "\n")
-    if trace.failure is not None:
-        (out / "failure.txt").write_text(trace.failure.to_text() + "\n")
-    return tuple(written)
-
-
-def _write_module(path: Path, mod: Any, header: str) -> Path:
-    try:
-        body = mod.script()
-    except Exception as exc:  # noqa: BLE001 - one unprintable module must not stop a dump
-        body = f"# could not print this module as TVMScript: {type(exc).__name__}: {exc}"
-    path.write_text(f"{header}\n\n{body}\n")
-    return path
+def _with_code(steps: list[Step], data: Any, path: Path) -> list[Step]:
+    if data is None:
+        return steps
+    ok = (isinstance(data, dict) and type(data.get("step")) is int
+          and isinstance(data.get("target_kind"), str)
+          and isinstance(data.get("kernels"), list)
+          and all(isinstance(k, str) for k in data["kernels"])
+          and isinstance(data.get("sources"), dict)
+          and all(isinstance(k, str) and isinstance(v, str) for k, v in data["sources"].items()))
+    at = next((i for i, s in enumerate(steps) if ok and s.index == data["step"]), None)
+    if at is None:
+        raise _bad(path, "'code' is not an object with the index of a saved step, a "
+                         "target_kind, a list of kernel names and {kind: text} sources")
+    code = GeneratedCode(data["target_kind"], tuple(data["kernels"]), sources=data["sources"])
+    return steps[:at] + [dataclasses.replace(steps[at], code=code)] + steps[at + 1:]

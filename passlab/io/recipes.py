@@ -8,11 +8,12 @@ import ast
 import builtins
 import dis
 import inspect
+import keyword
 import sys
 import textwrap
 import types
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ class PassRecipe:
     ``user_pass`` (a function ``mod -> mod`` or ``(mod, ctx) -> mod``, ``kind``
     "source" or "import"). ``kind`` "missing" means the pass could not be carried;
     ``code`` then stops the script with a message saying why. ``notes`` say what the
-    script could not carry.
+    script could not carry. ``saved`` is True for a recipe read from a trace file: its
+    code is text from that file, which a reproducer runs only when asked to
+    (``trust_pass_code=True``).
     """
 
     kind: str
@@ -37,6 +40,7 @@ class PassRecipe:
     code: str
     notes: tuple[str, ...] = ()
     arity: int = 1
+    saved: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(kind=self.kind, name=self.name, code=self.code, notes=list(self.notes),
@@ -45,12 +49,23 @@ class PassRecipe:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PassRecipe:
         return cls(str(d["kind"]), str(d["name"]), str(d["code"]),
-                   tuple(str(n) for n in d.get("notes", ())), int(d.get("arity", 1)))
+                   tuple(str(n) for n in d.get("notes", ())), int(d.get("arity", 1)),
+                   saved=True)
+
+
+def py_repr(value: str) -> str:
+    """``repr(value)``: how every string is written into generated Python. Never three
+    double quotes in a row, not even inside a string: TVM's TVMScript parser finds a
+    class's source by counting them on each line."""
+    text = repr(value)
+    if '"""' in text and text.startswith("'"):
+        text = text.replace('"', '\\"')  # in a '...' literal a quote is never an escape
+    return text
 
 
 def _missing(name: str, why: str) -> PassRecipe:
     msg = f"passlab could not carry the pass {name!r}: {why}. Bind `pass_` (a TVM pass) here."
-    return PassRecipe("missing", name, f"raise SystemExit({msg!r})", (why,))
+    return PassRecipe("missing", name, f"raise SystemExit({py_repr(msg)})", (why,))
 
 
 # TVM passes whose arguments are known from TVM's TIR pipeline (``tvm.s_tir.pipeline``);
@@ -80,6 +95,8 @@ def _by_name(name: str, occurrence: int, tgt: Any) -> PassRecipe:
                           (f"TVM's TIR pipeline runs ThreadSync for {_THREAD_SYNC_SCOPES}; "
                            f"occurrence {occurrence} is taken as scope {scope!r}",))
     prefix, _, base = name.rpartition(".")
+    if not base.isidentifier() or base.startswith("_"):
+        return _missing(name, "it is not the name of a public TVM pass constructor")
     import importlib
 
     for ns_name in _NAMESPACES.get(prefix, ()):
@@ -125,7 +142,7 @@ def _from_backend(step: Any, trace: Any, tgt: Any) -> PassRecipe | None:
         f"from tvm.relax.backend.{backend} import pipeline as backend_pipeline\n\n"
         f"# as TVM's default {step.stage} stage for this target builds it\n"
         f"pass_ = [p for p in backend_pipeline.{step.stage}_passes(target)\n"
-        f"         if p.info.name == {step.name!r}][{k}]"))
+        f"         if p.info.name == {py_repr(step.name)}][{k}]"))
 
 
 def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
@@ -135,7 +152,7 @@ def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
     if entry is not None:
         saved = getattr(entry, "recipe", None)  # entries of a loaded trace carry one
         if saved is not None:
-            return saved
+            return _from_file(saved, step, tgt)
         if entry.pass_ is not None and not _tvm.is_pass(entry.pass_):
             return function_recipe(entry.pass_, step.name)
     if trace is not None and step.kind == "pass" and step.origin == "tvm":
@@ -147,6 +164,19 @@ def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
         return _missing(step.name, "it is a user pass and the trace's pipeline does not hold "
                                    "it (give reproducer() the trace the step came from)")
     return recipe
+
+
+def _from_file(saved: PassRecipe, step: Any, tgt: Any) -> PassRecipe:
+    """A recipe read from a trace file. Only a user function's code (kinds "source" and
+    "import") is kept, marked ``saved``; any other kind is rebuilt here from the step's
+    name, so that no other text of the file can reach a script as code."""
+    if saved.kind in ("source", "import"):
+        return PassRecipe(saved.kind, step.name, saved.code, saved.notes, saved.arity,
+                          saved=True)
+    if saved.kind == "missing":
+        return _missing(step.name, saved.notes[0] if saved.notes else
+                        "the trace file says it could not be carried")
+    return _by_name(step.name, step.occurrence, tgt)
 
 
 def target_of(trace: Any) -> str:
@@ -191,7 +221,7 @@ def _import_parts(obj: Any) -> tuple[str, str, Path | None] | None:
     """``(module, qualname, sys.path root)`` when ``module:qualname`` resolves to ``obj``."""
     mod_name, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not isinstance(mod_name, str) or not isinstance(qual, str) or mod_name == "__main__" \
-            or "<" in qual:
+            or not _dotted(mod_name) or not _dotted(qual):
         return None
     module = sys.modules.get(mod_name)
     found: Any = module
@@ -204,6 +234,12 @@ def _import_parts(obj: Any) -> tuple[str, str, Path | None] | None:
         return mod_name, qual, None
     depth = mod_name.count(".") + (Path(file).name == "__init__.py")
     return mod_name, qual, Path(file).resolve().parents[depth]
+
+
+def _dotted(name: str) -> bool:
+    """True for ``a.b.c`` made of identifiers: safe to write into an import line."""
+    return all(part.isidentifier() and not keyword.iskeyword(part)
+               for part in name.split("."))
 
 
 def _import_lines(mod_name: str, qual: str, name: str) -> list[str]:
@@ -220,7 +256,8 @@ def _import_code(obj: Any) -> str | None:
         return None
     mod_name, qual, root = parts
     lines = [] if root is None or _is_installed(root) else [
-        f"sys.path.insert(0, {str(root)!r})  # where {mod_name} was imported from"]
+        "# the folder the pass's module was imported from",
+        f"sys.path.insert(0, {py_repr(str(root))})"]
     return "\n".join(lines + _import_lines(mod_name, qual, "user_pass"))
 
 
@@ -321,7 +358,7 @@ def _carry_dependencies(fn: types.FunctionType, header: dict[str, str], helpers:
         elif (isinstance(value, (types.FunctionType, type)) and depth < 3
               and id(value) not in seen and _definition_of_helper(value) is not None):
             seen.add(id(value))
-            helpers[name] = _definition_of_helper(value) + (
+            helpers[name] = str(_definition_of_helper(value)) + (
                 "" if value.__name__ == name else f"\n{name} = {value.__name__}")
             if isinstance(value, types.FunctionType):
                 _carry_dependencies(value, header, helpers, notes, depth + 1, seen)
@@ -343,13 +380,17 @@ def _carry_value(name: str, value: Any) -> str | None:
     """An import or assignment that rebinds ``name`` to ``value`` anywhere, or None."""
     if isinstance(value, types.ModuleType):
         full = value.__name__
+        if not isinstance(full, str) or not _dotted(full):
+            return None
         if full == name:
             return f"import {full}"
         parent, _, last = full.rpartition(".")
         if parent and last == name:
             return f"from {parent} import {name}"
         return f"import {full} as {name}"
-    if _is_literal(value):
+    if isinstance(value, str):
+        return f"{name} = {py_repr(value)}"
+    if _is_literal(value) and '"""' not in repr(value):
         return f"{name} = {value!r}"
     parts = _import_parts(value)
     if parts is not None and (parts[2] is None or _is_installed(parts[2])):

@@ -2,9 +2,15 @@
 
 The file holds the pass's input module (``step.before``) and the single pass call, and
 runs with plain ``python`` (TVM installed, passlab not needed). The module travels as
-TVMScript when the printed script parses back to the same IR, else as TVM's JSON
-(zlib + base64): large constants print as ``metadata[...]`` and some lowered IR prints
-as TVMScript that does not parse.
+TVMScript when every string in it is a plain name (checked on the objects: TVM prints
+names raw) and the printed script parses back to the same IR, else as TVM's JSON (zlib +
+base64, in a string literal): large constants print as ``metadata[...]`` and some lowered
+IR prints as TVMScript that does not parse.
+
+Nothing read from the trace becomes code: the docstring and comments are fixed text,
+names and messages are string constants written with ``repr``, and a user pass's code
+read from a trace file is only run when the reproducer is made with
+``trust_pass_code=True``.
 
 The pass is rebuilt from what the trace knows:
 
@@ -24,15 +30,17 @@ What the file cannot know: the PassContext config and instruments of the origina
 
 from __future__ import annotations
 
+import ast
 import base64
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from passlab import _render
+from passlab import _render, _tvm
 from passlab.errors import first_line
-from passlab.io.recipes import PassRecipe, function_recipe, pass_recipe, target_of
+from passlab.io.recipes import PassRecipe, function_recipe, pass_recipe, py_repr, target_of
 
 __all__ = ["reproducer", "Reproducer", "PassRecipe", "pass_recipe", "function_recipe"]
 
@@ -43,52 +51,152 @@ _NOT_A_MODULE = ("user pass {name!r} returned {type}, not an IRModule; a pass mu
 
 
 # -------------------------------------------------------------- carrying the module
+#: Strings TVM's printer may print bare (names of functions, variables, buffers, blocks,
+#: ops, attribute keys, target fields): a module whose strings all match travels as
+#: TVMScript; anything else (a newline, a quote, a bracket) sends it as JSON.
+_PLAIN = re.compile(r"[A-Za-z0-9_.+,-]*", re.ASCII)
+#: ``StringImm`` values, which the printer always quotes: printable ASCII without quotes
+#: or backslashes (the printer's own escaping is then never relied on).
+_LITERAL = re.compile(r"[ !#-&(-\[\]-~]*", re.ASCII)
+#: The names the TVMScript body uses, bound by import lines passlab writes itself.
+_SCRIPT_IMPORTS = ("from tvm.script import ir as I", "from tvm.script import relax as R",
+                   "from tvm.script import tirx as T")
+
+
+def unsafe_string(mod: Any) -> str | None:
+    """The first string inside ``mod`` that is not safe to print as TVMScript, or None.
+
+    Checked on the objects (TVM's own serialisation of the module graph), never on the
+    printed text: TVM prints names raw, so a function named ``"f\\nimport os"`` prints
+    as two lines.
+    """
+    import json
+
+    import tvm
+
+    nodes = json.loads(tvm.ir.save_json(mod))["nodes"]
+    literal_only: dict[int, bool] = {}
+    inline: list[str] = []
+
+    def visit(owner: str, key: Any, value: Any) -> None:
+        if isinstance(value, str):
+            inline.append(value)
+        elif isinstance(value, int) and not isinstance(value, bool) \
+                and 0 <= value < len(nodes) and nodes[value].get("type") == "ffi.String":
+            ok = owner == "ir.StringImm" and key == "value"
+            literal_only[value] = literal_only.get(value, True) and ok
+
+    for node in nodes:
+        data = node.get("data")
+        kind = node.get("type", "")
+        if kind in ("ffi.String", "ffi.Tensor"):  # a tensor's bytes (base64) never print
+            continue
+        if isinstance(data, dict):
+            for key, value in data.items():
+                visit(kind, key, value)
+        elif isinstance(data, list):
+            for value in data:
+                visit(kind, None, value)
+        else:
+            visit(kind, None, data)
+    for i, only_literal in literal_only.items():
+        text = nodes[i].get("data")
+        if not isinstance(text, str) or not (_LITERAL if only_literal else _PLAIN).fullmatch(text):
+            return str(text)
+    return next((t for t in inline if not _PLAIN.fullmatch(t)), None)
+
+
+def _script_ast_ok(text: str) -> bool:
+    """A second look, at the printed script's syntax tree (parsed, never run): one
+    ``class Module``, no imports, lambdas or dunder names."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.ClassDef) \
+            or tree.body[0].name != "Module":
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Lambda, ast.Global,
+                             ast.Nonlocal, ast.NamedExpr)):
+            return False
+        name = (node.id if isinstance(node, ast.Name) else node.attr
+                if isinstance(node, ast.Attribute) else "")
+        if name.startswith("__"):
+            return False
+    return True
+
+
+def literal(value: str, indent: str = "    ", width: int = 76) -> str:
+    """``value`` as Python source: ``repr`` of it, split into implicitly concatenated
+    pieces inside parentheses when long. Every string passlab writes into a script goes
+    through this (or ``repr``)."""
+    if len(py_repr(value)) <= width:
+        return py_repr(value)
+    step = max(8, width - len(indent) - 8)
+    pieces, i = [], 0
+    while i < len(value):
+        cut = value.rfind(" ", i + 1, i + step) + 1 if len(value) - i > step else len(value)
+        cut = cut if cut > i else min(len(value), i + step)
+        pieces.append(value[i:cut])
+        i = cut
+    return "(\n" + "".join(f"{indent}{py_repr(p)}\n" for p in pieces) + ")"
+
+
 def module_code(mod: Any, var: str = "mod", module: str = "auto") -> tuple[str, str, str]:
     """``(mode, code, why)``: Python that binds ``var`` to ``mod``.
 
-    ``mode`` is "tvmscript" when the printed script parses back to a structurally equal
-    module, else "json" (``why`` says what went wrong with the script).
+    ``mode`` is "tvmscript" when every string in the module is a plain name (checked on
+    the objects) and the printed script parses back to a structurally equal module, else
+    "json" (``why`` says why not TVMScript). The JSON travels as one string literal
+    (zlib + base64, written with ``repr``), so no text from the IR becomes code.
     """
-    import tvm_ffi
-    from tvm.script import from_source
-
     why = "asked for" if module == "json" else ""
-    try:
-        if module == "json":
-            raise _UseJson
-        text = mod.script()
-        lines = text.splitlines()
-        imports = [ln[2:] for ln in lines if ln.startswith(("# from tvm", "# import tvm"))]
-        body = "\n".join(ln for ln in lines if not ln.startswith(("# from tvm", "# import tvm")))
-        names: dict[str, Any] = {}
-        exec("\n".join(imports), names)  # noqa: S102 - TVM's own printed import lines
-        parsed = from_source(text, extra_vars=names)
-        cls = next((ln.split()[1].split(":")[0].split("(")[0] for ln in lines
-                    if ln.startswith("class ")), None)
-        if cls is not None and tvm_ffi.structural_equal(parsed, mod, True):
-            code = "\n".join(imports) + "\n\n" + body.strip() + f"\n\n\n{var} = {cls}"
+    if module != "json":
+        text, why = _checked_script(mod)
+        if text is not None:
+            body = "\n".join(ln for ln in text.splitlines()
+                             if not ln.startswith(("# from tvm", "# import tvm")))
+            code = "\n".join(_SCRIPT_IMPORTS) + "\n\n" + body.strip() + f"\n\n\n{var} = Module"
             return "tvmscript", code, ""
-        why = "the printed TVMScript parses back to a different module"
-    except _UseJson:
-        pass
-    except Exception as exc:  # noqa: BLE001 - any printer or parser failure means "use JSON"
-        why = f"the printed TVMScript does not parse back ({type(exc).__name__}: {first_line(exc)})"
     import tvm
 
     blob = base64.b64encode(zlib.compress(tvm.ir.save_json(mod).encode(), 9)).decode()
-    chunks = "\n".join(blob[i:i + 100] for i in range(0, len(blob), 100))
-    code = (f"import base64\nimport zlib\n\n_IR = \"\"\"\n{chunks}\n\"\"\"\n"
+    chunks = "".join(f"    {blob[i:i + 72]!r}\n" for i in range(0, len(blob), 72))
+    code = (f"import base64\nimport zlib\n\n_IR = (\n{chunks})\n"
             f"{var} = tvm.ir.load_json(zlib.decompress(base64.b64decode(_IR)).decode())")
     return "json", code, why
 
 
-class _UseJson(Exception):
-    pass
+def _checked_script(mod: Any) -> tuple[str | None, str]:
+    """``(printed TVMScript, "")`` when ``mod`` can travel as TVMScript, else
+    ``(None, why not)``."""
+    import tvm_ffi
+    from tvm.script import from_source, ir, relax, tirx
+
+    try:
+        bad = unsafe_string(mod)
+        if bad is not None:
+            return None, (f"it holds a string that is not a plain name ({bad[:60]!r}), and "
+                          "TVM prints names as they are")
+        text = mod.script(name="Module")
+        if "metadata[" in text:
+            return None, "its constants print as metadata[...] references"
+        if not _script_ast_ok(text):
+            return None, "the printed TVMScript is not a single plain module class"
+        # safe to parse: every name in it was checked above, and imports are passlab's own
+        parsed = from_source(text, extra_vars={"I": ir, "R": relax, "T": tirx})
+        if not tvm_ffi.structural_equal(parsed, mod, True):
+            return None, "the printed TVMScript parses back to a different module"
+    except Exception as exc:  # noqa: BLE001 - any printer or parser failure means "use JSON"
+        return None, (f"the printed TVMScript does not parse back ({type(exc).__name__}: "
+                      f"{first_line(exc)})")
+    return text, ""
 
 
 # ------------------------------------------------------------------- reproducer
 @dataclass(frozen=True)
-class Reproducer:
+class Reproducer(_render.Displayable):
     """A self-contained script that re-runs one pass; ``.write(path)`` saves it.
 
     ``expect`` is "error" (the pass failed in the build: the script should fail with
@@ -123,12 +231,14 @@ class Reproducer:
         return (f'<div class="passlab-note">{_render.esc(cap)}</div>'
                 f"<pre>{_render.esc(self.text)}</pre>")
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
-
-def reproducer(what: Any, trace: Any = None, *, module: str = "auto") -> Reproducer:
+def reproducer(what: Any, trace: Any = None, *, module: str = "auto",
+               trust_pass_code: bool = False) -> Reproducer:
     """A script that re-runs one recorded pass on its recorded input.
+
+    Nothing from the trace becomes code in the script: the module travels as TVMScript
+    only when every name in it is a plain identifier (else as TVM JSON in a string
+    literal), and names and messages are written as string constants with ``repr``.
 
     Parameters
     ----------
@@ -137,20 +247,26 @@ def reproducer(what: Any, trace: Any = None, *, module: str = "auto") -> Reprodu
         or a :class:`~passlab.BuildError` (its failure: the failing pass, or codegen).
     trace
         The trace ``what`` came from, when ``what`` is a step: it gives the target and
-        the user's pass functions.
+        the user's pass functions. Default: the trace the step belongs to
+        (``step.owner``), while that trace is alive.
     module
         How the input module travels: "auto" (TVMScript when it parses back to the
         same IR, else JSON), "json" (exact, down to variable names; not readable) or
         "tvmscript" (readable; falls back to JSON when the script does not parse back).
+    trust_pass_code
+        For a trace loaded from a file: write the user pass's code that the file holds
+        into the script as code, to be run. By default it is written as a string for
+        you to read, and the script stops before running anything (a trace file from
+        someone else could hold any code).
 
     Examples
     --------
     >>> import passlab
     >>> from passlab.io import reproducer
     >>> b = passlab.build(passlab.models.mlp())
-    >>> r = reproducer(b.trace.find("FuseOps"), b.trace)
-    >>> r.expect, r.recipe
-    ('ok', 'tvm')
+    >>> r = reproducer(b.trace.find("FuseOps"))
+    >>> r.expect, r.recipe, r.mode
+    ('ok', 'tvm', 'tvmscript')
     """
     if module not in ("auto", "json", "tvmscript"):
         raise ValueError(f"module must be 'auto', 'json' or 'tvmscript', not {module!r}")
@@ -168,7 +284,9 @@ def reproducer(what: Any, trace: Any = None, *, module: str = "auto") -> Reprodu
     if not hasattr(what, "before") or not hasattr(what, "origin"):
         raise TypeError(f"reproducer() takes a Step, Trace or BuildError, not "
                         f"{type(what).__name__}")
-    return _step_reproducer(what, trace, module)
+    if trace is None:
+        trace = getattr(what, "owner", None)
+    return _step_reproducer(what, trace, module, trust_pass_code)
 
 
 def _is_trace(obj: Any) -> bool:
@@ -200,7 +318,7 @@ def _enclosing_recipe(step: Any, trace: Any, recipe: PassRecipe) -> tuple[Any, P
     return step, recipe, ""
 
 
-def _step_reproducer(step: Any, trace: Any, module: str) -> Reproducer:
+def _step_reproducer(step: Any, trace: Any, module: str, trust: bool) -> Reproducer:
     if step.before is None:
         raise ValueError(f"step #{step.index} {step.label} has no recorded input module")
     target = target_of(trace)
@@ -218,6 +336,9 @@ def _step_reproducer(step: Any, trace: Any, module: str) -> Reproducer:
         notes.append(f"the module travels as TVM JSON: {why}")
     if trace is None:
         notes.append("no trace given: the target is taken to be 'llvm'")
+    if recipe.saved and not trust:
+        notes.append("the user pass's code came from a trace file: it is written as a string "
+                     "(SAVED_PASS_CODE) and not run")
     expected = None
     if run.after is not None:
         import hashlib
@@ -230,40 +351,65 @@ def _step_reproducer(step: Any, trace: Any, module: str) -> Reproducer:
             printed = ""
         expected = (tvm_ffi.structural_hash(run.after, True, True), printed)
     what = "failed" if expect == "error" else "ran"
-    title = (f"Reproducer: pass {step.label!r} (step #{step.index}, stage {step.stage}, "
-             f"{step.kind}, {step.origin} pass) {what} on the module below.")
-    text = _script(run, title, trace, target, recipe, mode, mod_code, expect, error, notes,
-                   expected)
-    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in step.label)
+    about = {"PASS": step.label,
+             "STEP": (f"step #{step.index} (stage {step.stage}, {step.kind}, {step.origin} "
+                      f"pass); it {what} on the module below in the build")}
+    text = _script(run, about, trace, target, recipe, mode, mod_code, expect, error, notes,
+                   expected, trust)
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_"
+                   for c in step.label)[:60]
     return Reproducer(text, f"reproduce_{step.index:03d}_{safe}.py", step.label, expect, mode,
                       recipe.kind, error, tuple(notes))
 
 
-def _header(title: str, trace: Any, target: str, expect_line: str, notes: list[str]) -> str:
+_DOC = '''"""A passlab reproducer: runs one recorded pass (or code generation) again, on the
+module it received in the build.
+
+Run it with plain Python (TVM installed; passlab is not needed): python <this file>
+The constants below say which pass it is (PASS, STEP), what the build used and saw
+(TARGET, RECORDED_WITH, ERROR), what this file expects (EXPECTED) and what it could not
+carry or had to guess (NOTES). Names and messages from the trace appear only there.
+"""'''
+
+
+def _header(about: dict[str, str], trace: Any, target: str, expected: str, error: str,
+            notes: list[str]) -> list[str]:
+    """The fixed docstring, then every name and message as a ``repr``-quoted constant."""
     versions = dict(trace._meta.get("versions", {})) if trace is not None else {}
     made = (f"apache-tvm {versions.get('apache-tvm', '?')}, apache-tvm-ffi "
             f"{versions.get('apache-tvm-ffi', '?')}") if versions else "unknown versions"
-    lines = [f'"""{title}', "", f"Recorded for target {target!r} with {made}.",
-             f"Expected: {expect_line}", ""]
-    if notes:
-        lines += ["What this file could not carry or had to guess:"]
-        lines += [f"  - {n}" for n in notes] + [""]
-    lines += ["Written by passlab.reproducer(); run it with plain Python: python <this file>",
-              '"""']
-    return "\n".join(line.replace('"""', "'''") for line in lines)
+    consts = {**about, "TARGET": _tvm.target_spec(target), "RECORDED_WITH": made,
+              "EXPECTED": expected, "ERROR": error}
+    out = [_DOC, ""]
+    for name, value in consts.items():
+        out.append(f"{name} = {literal(value) if isinstance(value, str) else repr(value)}")
+    out += ["NOTES = (", *(f"    {literal(n, indent='        ')}," for n in notes), ")", "", ""] \
+        if notes else ["NOTES = ()", "", ""]
+    return out
 
 
 _RULE = 80
 
 
 def _section(title: str) -> str:
+    """A comment line; ``title`` is always passlab's own fixed text."""
     return f"# --- {title} ".ljust(_RULE, "-")
 
 
-def _user_pass_code(recipe: PassRecipe) -> list[str]:
+def _user_pass_code(recipe: PassRecipe, trust: bool) -> list[str]:
     call = ("user_pass(mod, tvm.transform.PassContext.current())" if recipe.arity >= 2
             else "user_pass(mod)")
-    return [_section(f"the pass: the user's {recipe.name!r}"), recipe.code, "", "",
+    if recipe.saved and not trust:
+        stop = ("this reproducer was made from a saved trace: the user pass's code "
+                "(SAVED_PASS_CODE above) came from the trace file and is not run. Read it; if "
+                "you trust it, make the reproducer again with "
+                "passlab.reproducer(..., trust_pass_code=True).")
+        code = [f"SAVED_PASS_CODE = {literal(recipe.code)}", f"raise SystemExit({py_repr(stop)})"]
+        title = "the pass: the user's function as the trace file holds it (not run)"
+    else:
+        code = [recipe.code]
+        title = "the pass: the user's function (PASS above)"
+    return [_section(title), *code, "", "",
             "class UserPassError(TypeError):",
             '    """What passlab raises for a pass that returns something else than a module."""',
             "", "",
@@ -271,23 +417,23 @@ def _user_pass_code(recipe: PassRecipe) -> list[str]:
             f"    out = {call}",
             "    if not isinstance(out, tvm.IRModule):",
             f"        raise UserPassError({_NOT_A_MODULE!r}.format(",
-            f"            name={recipe.name!r}, type=type(out).__name__))",
+            f"            name={py_repr(recipe.name)}, type=type(out).__name__))",
             "    return out", "", ""]
 
 
-def _script(step: Any, title: str, trace: Any, target: str, recipe: PassRecipe, mode: str,
-            mod_code: str, expect: str, error: str, notes: list[str],
-            expected: tuple[int, str] | None) -> str:
+def _script(step: Any, about: dict[str, str], trace: Any, target: str, recipe: PassRecipe,
+            mode: str, mod_code: str, expect: str, error: str, notes: list[str],
+            expected: tuple[int, str] | None, trust: bool) -> str:
     expect_line = (error.splitlines()[0] if error else "an error") if expect == "error" else (
         "the pass runs without error")
     user = recipe.kind in ("source", "import")
-    out = [_header(title, trace, target, expect_line, notes), "",
+    out = [*_header(about, trace, target, expect_line, error, notes),
            "import sys", "", "import tvm", "from tvm import relax  # noqa: F401 - registers Relax",
            "", ""]
     # the user's code comes first, so that its own globals cannot shadow `target` or `mod`
     if user:
-        out += _user_pass_code(recipe)
-    out += [f"target = tvm.target.Target({target!r})", "",
+        out += _user_pass_code(recipe, trust)
+    out += ["target = tvm.target.Target(TARGET)", "",
             _section("the input module: what the pass received (step.before)"), mod_code, "", ""]
     if not user:
         out += [_section("the pass"), recipe.code, "", ""]
@@ -297,7 +443,7 @@ def _script(step: Any, title: str, trace: Any, target: str, recipe: PassRecipe, 
     if expect == "error":
         msg = (f"pass {step.label!r} did not fail here: the failure in the build may depend on "
                "its PassContext (config, instruments) or on state outside the module")
-        out += [f"print({msg!r}, file=sys.stderr)", "sys.exit(3)"]
+        out += [f"print({py_repr(msg)}, file=sys.stderr)", "sys.exit(3)"]
     else:
         same = f"ok: {step.label} ran; its output matches the recorded module"
         differs = f"ok: {step.label} ran; its output differs from the recorded module"
@@ -306,33 +452,36 @@ def _script(step: Any, title: str, trace: Any, target: str, recipe: PassRecipe, 
                         "reproducer(..., module='json') compares exactly)")
         out += ["import hashlib", "", "import tvm_ffi", "",
                 "# the recorded output: structural hash and SHA-256 of its printed TVMScript",
-                f"EXPECTED = {expected!r}",
-                "if tvm_ffi.structural_hash(out, True, True) == EXPECTED[0]:",
-                f"    print({same!r})",
-                "elif hashlib.sha256(out.script().encode()).hexdigest() == EXPECTED[1]:",
-                f"    print({same + ' (same TVMScript; some variables are distinct objects)'!r})",
+                f"RECORDED_OUTPUT = {expected!r}",
+                "if tvm_ffi.structural_hash(out, True, True) == RECORDED_OUTPUT[0]:",
+                f"    print({py_repr(same)})",
+                "elif hashlib.sha256(out.script().encode()).hexdigest() == RECORDED_OUTPUT[1]:",
+                f"    print({py_repr(same + ' (same TVMScript; some variables are distinct objects)')})",
                 "else:",
-                f"    print({differs!r})"]
+                f"    print({py_repr(differs)})"]
     return "\n".join(out) + "\n"
 
 
 def _codegen_reproducer(trace: Any, module: str) -> Reproducer:
     """Codegen failed after every pass: rebuild from the Relax pipeline's output."""
-    last = [s for s in trace if s.depth == 0 and s.stage != "tir" and s.after is not None]
+    last = [s for s in trace if s.depth == 0 and s.level == "relax" and s.after is not None]
     if not last:
         raise ValueError("the build failed before any pass finished: there is no module to "
                          "reproduce the failure from")
     step = last[-1]
-    target = trace.target or "llvm"
+    target = target_of(trace)
     mode, mod_code, why = module_code(step.after, module=module)
     f = trace.failure
     error = f"{f.error_type}: {f.message}"
     notes = [f"the module travels as TVM JSON: {why}"] if why and why != "asked for" else []
-    title = ("Reproducer: code generation failed after every recorded pass finished; this "
-             f"builds the output of {step.label!r} (step #{step.index}) without a Relax pipeline.")
-    out = [_header(title, trace, target, error.splitlines()[0], notes), "",
+    about = {"PASS": "codegen",
+             "STEP": (f"code generation failed after every recorded pass finished; this "
+                      f"builds the output of {step.label!r} (step #{step.index}) without a "
+                      "Relax pipeline")}
+    out = [*_header(about, trace, target, error.splitlines()[0] if error else "an error",
+                    error, notes),
            "import sys", "", "import tvm", "from tvm import relax", "",
-           f"target = tvm.target.Target({target!r})", "",
+           "target = tvm.target.Target(TARGET)", "",
            _section("the module the Relax pipeline produced"), mod_code, "", "",
            _section("TIR pipeline and code generation, as relax.build runs them"),
            "executable = relax.build(mod, target, relax_pipeline=None)",

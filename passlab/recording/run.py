@@ -3,20 +3,24 @@ whatever runs passes (``build``, ``record``, ``backend.preview``), and what come
 it: a :class:`~passlab.recording.trace.Trace`, or a :class:`~passlab.errors.BuildError`
 that carries the trace so far.
 
-The recorder's hooks are bound methods held by TVM's C++ instrument, a reference cycle
-through C++ that Python's collector cannot see: when the run ends, the recorder lets go
-of everything it recorded, so a dropped build frees its snapshots.
+Memory: TVM's C++ objects hold Python callbacks (the recorder's hooks, the ``on_error``
+of the pipeline's passes), and Python's collector cannot see a reference cycle that runs
+through C++. Neither callback refers back to what it fills (see
+:mod:`passlab.recording.recorder` and :class:`_ErrorSink`), and when the run ends the
+recorder also lets go of everything it recorded, so a dropped build, failed or not,
+frees its snapshots (``tests/security/test_leaks.py``).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from passlab import _tvm
 from passlab.errors import error_class, message_of
 from passlab.pipeline import ROOT_NAME, Pipeline
-from passlab.recording.recorder import Recorder
+from passlab.recording.recorder import Recorder, _State, finish
 from passlab.recording.trace import Failure, Trace, from_events
 
 __all__ = ["RecordedRun"]
@@ -49,8 +53,15 @@ class RecordedRun:
         pipe = pipeline or self.pipeline
         if pipe is None:
             raise ValueError("this run has no pipeline to turn into a pass")
-        errors = self._state.user_errors
-        return pipe.to_pass(on_error=lambda name, exc: errors.setdefault(name, exc))
+        return pipe.to_pass(on_error=_ErrorSink(self._state))
+
+    def tir_pipeline(self, pipeline: Pipeline | None = None) -> Any:
+        """The pipeline's TIR stages for ``passlab._tvm.build`` (see
+        :meth:`passlab.Pipeline.to_tir`), remembering a failing user pass's exception."""
+        pipe = pipeline or self.pipeline
+        if pipe is None:
+            raise ValueError("this run has no pipeline to take the TIR stages from")
+        return pipe.to_tir(on_error=_ErrorSink(self._state))
 
     def __enter__(self) -> RecordedRun:
         self._ctx = _tvm.copy_context([self._recorder], self._config)
@@ -60,6 +71,8 @@ class RecordedRun:
     def __exit__(self, *exc_info: Any) -> None:
         try:
             self._ctx.__exit__(*exc_info)
+            if exc_info[0] is None:
+                finish(self._state)  # passes still open failed, and the error was caught
         finally:
             self._release()
 
@@ -88,7 +101,7 @@ class RecordedRun:
         if exc is None:
             return trace
         info["failure"] = _failure(trace, state.user_errors, exc)
-        return Trace(list(trace), info)
+        return Trace(list(trace), info, adopt=True)
 
     def error(self, exc: BaseException, trace: Trace | None = None,
               extra: str = "") -> BaseException:
@@ -104,11 +117,31 @@ class RecordedRun:
         return error_class(type(original))(message(trace) + extra, trace, original)
 
 
+class _ErrorSink:
+    """``on_error`` of the pipeline's passes: keeps a failing user pass's original
+    exception in the run's state.
+
+    TVM's C++ pass objects hold this callback; the exception's traceback holds the frames
+    that hold those pass objects. A strong reference from here to the exception would
+    close a cycle through C++ that Python's collector cannot see, and every failed build
+    would stay in memory; a weak reference to the state does not."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: _State) -> None:
+        self._state = weakref.ref(state)
+
+    def __call__(self, name: str, exc: BaseException) -> None:
+        state = self._state()
+        if state is not None:
+            state.user_errors.setdefault(name, exc)
+
+
 def _failure(trace: Trace, user_errors: dict[str, BaseException], exc: BaseException) -> Failure:
-    open_steps = [s for s in trace if s.failed]
+    open_steps = [s for s in trace if s.failed and not s.caught]
     if not open_steps:
         where = "codegen" if len(trace) else "setup"
-        return Failure(where, message_of(exc), type(exc).__name__, original=exc)
+        return Failure(where, _message(exc), type(exc).__name__, original=exc)
     step = open_steps[-1]
     enclosing = tuple(s.label for s in open_steps[:-1])
     user_exc = user_errors.get(step.name)
@@ -116,7 +149,13 @@ def _failure(trace: Trace, user_errors: dict[str, BaseException], exc: BaseExcep
         return Failure("pass", str(user_exc), type(user_exc).__name__, step, enclosing,
                        original=user_exc)
     note = _CONVERTED_NOTE if type(exc) is RuntimeError else ""
-    return Failure("pass", message_of(exc), type(exc).__name__, step, enclosing, note, exc)
+    return Failure("pass", _message(exc), type(exc).__name__, step, enclosing, note, exc)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt) and not str(exc).strip():
+        return "interrupted (Ctrl-C)"
+    return message_of(exc)
 
 
 def message(trace: Trace) -> str:

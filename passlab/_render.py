@@ -1,5 +1,6 @@
 """Small rendering helpers shared by every displayable object: aligned text tables,
-escaped HTML tables and a ``_repr_mimebundle_`` that never raises.
+escaped HTML tables, and :class:`Displayable`, the one display mixin whose
+``_repr_mimebundle_`` never raises.
 
 This module knows nothing about passes or traces; it sits at the bottom of the import
 graph so that data classes can render themselves without importing the views layer.
@@ -113,18 +114,54 @@ def error_panel(exc: BaseException, what: str) -> str:
     )
 
 
-def mimebundle(obj: Any) -> dict[str, str]:
-    """text/plain and text/html for ``obj``; display errors become a short panel."""
-    what = type(obj).__name__
-    try:
-        text = obj.to_text()
-    except Exception as exc:  # display must never raise into the notebook
-        text = f"<{what}: could not display: {exc!r}>"
-    try:
-        markup = obj.to_html()
-    except Exception as exc:
-        markup = error_panel(exc, what)
-    return {"text/plain": text, "text/html": markup}
+def error_text(exc: BaseException, what: str) -> str:
+    return f"<{what}: could not display: {exc!r}>"
+
+
+class Displayable:
+    """The one display mixin (as rich's ``JupyterMixin``): a ``_repr_mimebundle_`` with
+    text/plain from ``to_text()`` and text/html from ``to_html()``.
+
+    Only the mimetypes a front end asks for are computed (``include``/``exclude``), and
+    display never raises into the notebook: an error becomes a one-line text and a short
+    HTML panel. A class whose notebook view differs from its full conversion (a first
+    view of a long diff) overrides :meth:`_display_text` / :meth:`_display_html`.
+
+    Examples
+    --------
+    >>> class Hello(Displayable):
+    ...     def to_text(self): return "hello"
+    ...     def to_html(self): return "<b>hello</b>"
+    >>> Hello()._repr_mimebundle_(include={"text/plain"})
+    {'text/plain': 'hello'}
+    """
+
+    __slots__ = ()
+
+    def to_text(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} defines no to_text()")
+
+    def to_html(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} defines no to_html()")
+
+    def _display_text(self) -> str:
+        return self.to_text()
+
+    def _display_html(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        what = type(self).__name__
+        bundle: dict[str, str] = {}
+        for mime, render, fallback in (("text/plain", self._display_text, error_text),
+                                       ("text/html", self._display_html, error_panel)):
+            if (include and mime not in include) or (exclude and mime in exclude):
+                continue
+            try:
+                bundle[mime] = render()
+            except Exception as exc:  # noqa: BLE001 - display must never raise into the notebook
+                bundle[mime] = fallback(exc, what)
+        return bundle
 
 
 def _is_num(s: str) -> bool:
@@ -170,3 +207,30 @@ def dot_to_svg(source: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"{Path(exe).name} failed ({done.returncode}): {done.stderr.strip()[:500]}")
     return done.stdout
+
+
+# ------------------------------------------------------------------------ CSV exports
+#: First characters that make a spreadsheet read a text cell as a formula ("CSV
+#: injection"): pass and function names come from IR and user code.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value``, with a ``'`` in front when it is text a spreadsheet would take for a
+    formula; numbers and other values unchanged.
+
+    >>> csv_cell("=HYPERLINK(1)"), csv_cell("-x"), csv_cell(-1), csv_cell("FuseOps")
+    ("'=HYPERLINK(1)", "'-x", -1, 'FuseOps')
+    """
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
+def to_csv(frame: Any, path: Any) -> Path:
+    """Write a pandas DataFrame as CSV with every text cell, column name and index label
+    passed through :func:`csv_cell`: the one way passlab writes CSV."""
+    safe = frame.map(csv_cell)
+    safe.columns = [csv_cell(c) for c in safe.columns]
+    safe.index = safe.index.map(csv_cell).rename(frame.index.name)
+    # RFC 4180 line ends: then a cell holding a lone "\r" is quoted too, not a row break
+    safe.to_csv(path, lineterminator="\r\n")
+    return Path(path)

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "UnknownNameError", "BuildError", "CheckError", "UserPassError", "TraceFileError",
     "ModelFormatError", "MissingImporterError", "CliError", "PartitionWarning",
+    "SweepError", "DeviceUnavailableError",
     "close_matches", "unknown", "error_class", "first_line", "message_of",
 ]
 
@@ -56,8 +57,7 @@ def unknown(kind: str, name: str, choices: Iterable[str], extra: str = "") -> Un
     choices = tuple(dict.fromkeys(choices))
     close = close_matches(str(name), choices)
     msg = f"unknown {kind} {name!r}"
-    if close:
-        msg += f"; did you mean {', '.join(repr(c) for c in close)}?"
+    msg += f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
     shown = ", ".join(choices[:40]) + (", ..." if len(choices) > 40 else "")
     msg += f" Known {kind} names: {shown}."
     if extra:
@@ -163,6 +163,17 @@ class CliError(Exception):
     """A mistake on the command line: printed as one line, exit status 2."""
 
 
+class SweepError(ValueError):
+    """A sweep that cannot start: a pass, check or model that cannot travel to a worker
+    process (defined in a notebook cell or ``__main__``, a lambda, a local function), or
+    a malformed argument. Says which one and what would work."""
+
+
 # ---------------------------------------------------------------------- warnings
+class DeviceUnavailableError(RuntimeError):
+    """``build.run()`` on a target whose device (or runtime) this machine lacks: the
+    code was generated and can be inspected, not run."""
+
+
 class PartitionWarning(UserWarning):
     """Some of a backend's patterns matched nothing in the model."""

@@ -19,16 +19,71 @@ def test_html_table_escapes():
 
 
 def test_mimebundle_never_raises():
-    class Broken:
+    class Broken(_render.Displayable):
         def to_text(self):
             raise ValueError("no text")
 
         def to_html(self):
             raise ValueError("<no html>")
 
-    bundle = _render.mimebundle(Broken())
+    bundle = Broken()._repr_mimebundle_()
     assert bundle["text/plain"] == "<Broken: could not display: ValueError('no text')>"
     assert "could not display Broken: ValueError: &lt;no html&gt;" in bundle["text/html"]
+
+
+class Counted(_render.Displayable):
+    """Records which conversions a display asked for."""
+
+    def __init__(self):
+        self.calls = []
+
+    def to_text(self):
+        self.calls.append("text")
+        return "plain"
+
+    def to_html(self):
+        self.calls.append("html")
+        return "<b>rich</b>"
+
+
+def test_mimebundle_computes_only_the_requested_mimetypes():
+    c = Counted()
+    assert c._repr_mimebundle_() == {"text/plain": "plain", "text/html": "<b>rich</b>"}
+    assert c.calls == ["text", "html"]
+    c = Counted()
+    assert c._repr_mimebundle_(include={"text/html"}) == {"text/html": "<b>rich</b>"}
+    assert c.calls == ["html"]
+    c = Counted()
+    assert c._repr_mimebundle_(exclude={"text/html"}) == {"text/plain": "plain"}
+    assert c.calls == ["text"]
+    c = Counted()
+    assert c._repr_mimebundle_(include={"text/plain", "text/html"},
+                               exclude={"text/plain"}) == {"text/html": "<b>rich</b>"}
+    assert c.calls == ["html"]
+
+
+def test_every_displayable_uses_the_one_mixin():
+    """No class in passlab writes its own _repr_mimebundle_ (the explorer widget's is
+    anywidget's, extended), and every class with to_text and to_html is Displayable."""
+    import ast
+    from pathlib import Path
+
+    root = Path(_render.__file__).parent
+    own, missing = [], []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            where = f"{path.relative_to(root)}:{node.name}"
+            if "_repr_mimebundle_" in methods and node.name not in ("Displayable", "Explorer"):
+                own.append(where)
+            bases = {ast.unparse(b) for b in node.bases}
+            if ({"to_text", "to_html"} <= methods and node.name != "Displayable"
+                    and not any("Displayable" in b for b in bases)):
+                missing.append(where)
+    assert own == []
+    assert missing == []
 
 
 def test_graphviz_pure_lays_out_without_debian_dot(monkeypatch):

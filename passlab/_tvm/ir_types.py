@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +117,7 @@ def symbols(e: Any) -> set[str]:
     return out
 
 
-_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+_OPS: dict[str, Callable[[int, int], int]] = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
         "FloorDiv": lambda a, b: a // b, "Div": lambda a, b: a // b,
         "FloorMod": lambda a, b: a % b, "Mod": lambda a, b: a % b, "Max": max, "Min": min}
 

@@ -9,11 +9,12 @@ Plain frozen data: this module reads no IR (that is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from passlab import _render
+from passlab._sequence import NamedSequence
 
 #: The name coverage and crossings use for everything not offloaded.
 HOST = "host"
@@ -134,7 +135,7 @@ def _coverage_row(c: Coverage) -> list[str]:
 
 
 @dataclass(frozen=True)
-class PartitionReport:
+class PartitionReport(NamedSequence[Region], _render.Displayable):
     """The partitions of one Relax function (see :func:`partitions`).
 
     Behaves like a sequence of :class:`Region` (one per call of an offloaded function):
@@ -148,21 +149,16 @@ class PartitionReport:
     notes: tuple[str, ...] = field(default=())
 
     # ------------------------------------------------------------------ sequence
-    def __len__(self) -> int:
-        return len(self.regions)
+    def _items(self) -> tuple[Region, ...]:
+        return self.regions
 
-    def __iter__(self) -> Iterator[Region]:
-        return iter(self.regions)
-
-    def __getitem__(self, key: int | str) -> Region:
-        if isinstance(key, int):
-            return self.regions[key]
+    def _by_name(self, name: str) -> Region:
         for r in self.regions:
-            if key in (r.name, r.var):
+            if name in (r.name, r.var):
                 return r
         from passlab.errors import unknown
 
-        raise unknown("region", key, [r.name for r in self.regions] + [r.var for r in self.regions])
+        raise unknown("region", name, [r.name for r in self.regions] + [r.var for r in self.regions])
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -288,9 +284,6 @@ class PartitionReport:
         from passlab.errors import unknown
 
         raise unknown("table", table, ("ops", "regions", "crossings", "coverage"))
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
     def __repr__(self) -> str:
         return (f"PartitionReport(function={self.function!r}, regions={len(self.regions)}, "

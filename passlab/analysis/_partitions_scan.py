@@ -40,7 +40,7 @@ def _sum_bytes(infos: Sequence[_ir.TensorInfo]) -> int | None:
 def _elements(info: _ir.TensorInfo) -> int | None:
     if info.shape is None or any(not isinstance(d, int) for d in info.shape):
         return None
-    return math.prod(info.shape)
+    return math.prod(int(d) for d in info.shape)
 
 
 def estimate_flops(op: str, args: Sequence[Any], out: Sequence[_ir.TensorInfo],
@@ -53,8 +53,8 @@ def estimate_flops(op: str, args: Sequence[Any], out: Sequence[_ir.TensorInfo],
     if any(e is None for e in out_elems):
         return None
     n_out = sum(out_elems)  # type: ignore[arg-type]
-    ins = [_ir.tensor_infos(getattr(a, "ty", None)) for a in args]
-    ins = [i[0] if len(i) == 1 else None for i in ins]
+    infos = [_ir.tensor_infos(getattr(a, "ty", None)) for a in args]
+    ins = [i[0] if len(i) == 1 else None for i in infos]
     if op == "matmul":
         k = ins[0].shape[-1] if ins and ins[0] is not None and ins[0].shape else None
         return 2 * n_out * k if isinstance(k, int) else None

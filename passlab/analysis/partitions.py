@@ -34,11 +34,12 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render
+from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
 from passlab.analysis._partitions_report import (
     _COVERAGE_HEADER,
@@ -109,7 +110,7 @@ def _snapshot(x: Any) -> Any:
 
 # ------------------------------------------------------------------------- comparison
 @dataclass(frozen=True)
-class BackendComparison:
+class BackendComparison(NamedSequence[Any], _render.Displayable):
     """Partition reports of one model under several backends, side by side.
 
     Behaves like a sequence of ``(backend name, PartitionReport)``; ``cmp["tensorrt"]``
@@ -118,21 +119,17 @@ class BackendComparison:
 
     reports: tuple[tuple[str, PartitionReport], ...]
 
-    def __len__(self) -> int:
-        return len(self.reports)
+    # by position: a ``(name, report)`` pair; by backend name: the report
+    def _items(self) -> tuple[tuple[str, PartitionReport], ...]:
+        return self.reports
 
-    def __iter__(self) -> Iterator[tuple[str, PartitionReport]]:
-        return iter(self.reports)
-
-    def __getitem__(self, key: int | str) -> Any:
-        if isinstance(key, int):
-            return self.reports[key]
-        for name, report in self.reports:
-            if name == key:
+    def _by_name(self, name: str) -> PartitionReport:
+        for backend, report in self.reports:
+            if backend == name:
                 return report
         from passlab.errors import unknown
 
-        raise unknown("backend", key, [n for n, _ in self.reports])
+        raise unknown("backend", name, [n for n, _ in self.reports])
 
     def _coverage(self, name: str, report: PartitionReport) -> Coverage:
         if name in report.backends:
@@ -190,9 +187,6 @@ class BackendComparison:
         from passlab.errors import unknown
 
         raise unknown("table", table, ("coverage", "ops"))
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
     def __repr__(self) -> str:
         return f"BackendComparison(backends={[n for n, _ in self.reports]})"

@@ -16,11 +16,12 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["mlp", "resnet", "mobilenet", "transformer", "with_constant_weights", "by_name", "NAMES"]
 
 
-def _nn():
+def _nn() -> Any:
     from tvm.relax.frontend import nn
 
     return nn

@@ -107,6 +107,13 @@ def load(
     -------
     tvm.IRModule
 
+    Warnings
+    --------
+    Loading TVMScript (a ``.py`` file, or source text) runs Python: TVM's parser evaluates
+    the decorators and annotations in it, so load only files you trust. passlab never
+    loads one by itself (saved traces and reproducers carry no TVMScript to run); only
+    this explicit call, or naming the file on the command line, does.
+
     Raises
     ------
     FileNotFoundError
@@ -272,7 +279,8 @@ def _from_script(text: str, what: str):
     except Exception as exc:
         raise ModelFormatError(
             f"could not parse {what} as TVMScript ({type(exc).__name__}: "
-            f"{first_line(exc)}); TVMScript is what IRModule.script() prints"
+            f"{first_line(exc)}); TVMScript is what IRModule.script() prints. Loading "
+            "TVMScript runs the Python in it: load only files you trust"
         ) from None
 
 

@@ -53,7 +53,7 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Violation:
+class Violation(_render.Displayable):
     """The first step after which ``check`` does not hold, and why."""
 
     check: str
@@ -68,9 +68,6 @@ class Violation:
 
     def to_html(self) -> str:
         return f'<div class="passlab-error">{_render.esc(self.to_text())}</div>'
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
 
 def as_check(obj: Any) -> Check:
@@ -106,7 +103,7 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
     main = [s for s in trace if s.kind == "pass" and s.after is not None and not s.failed]
     out = []
     for check in all_checks:
-        begin = 0
+        begin: int | None = 0
         if check.start is not None:
             begin = next((i for i, s in enumerate(main) if s.name == check.start), None)
             if begin is None:

@@ -9,11 +9,12 @@ it on the same inputs, and compares the outputs with the unmodified default buil
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from passlab import _render, _tvm
+from passlab._sequence import NamedSequence
 from passlab.errors import BuildError, UnknownNameError, unknown
 from passlab.models import as_module
 from passlab.pipeline import Pipeline
@@ -61,7 +62,7 @@ class BisectRow:
 
 
 @dataclass(frozen=True)
-class BisectReport(Sequence[BisectRow]):
+class BisectReport(NamedSequence[BisectRow], _render.Displayable):
     """Per-pass numeric comparison with the default build; a sequence of
     :class:`BisectRow`, indexed by position or pass name."""
 
@@ -70,23 +71,14 @@ class BisectReport(Sequence[BisectRow]):
     atol: float
     reference: str = field(default="")
 
-    def __len__(self) -> int:
-        return len(self.rows)
+    def _items(self) -> tuple[BisectRow, ...]:
+        return self.rows
 
-    def __iter__(self) -> Iterator[BisectRow]:
-        return iter(self.rows)
-
-    @overload
-    def __getitem__(self, key: int | str) -> BisectRow: ...
-    @overload
-    def __getitem__(self, key: slice) -> tuple[BisectRow, ...]: ...
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            for r in self.rows:
-                if key in (r.name, r.step.name):
-                    return r
-            raise unknown("pass", key, [r.name for r in self.rows], extra="(in this bisection)")
-        return self.rows[key]
+    def _by_name(self, name: str) -> BisectRow:
+        for r in self.rows:
+            if name in (r.name, r.step.name):
+                return r
+        raise unknown("pass", name, [r.name for r in self.rows], extra="(in this bisection)")
 
     @property
     def first_bad(self) -> Step | None:
@@ -128,9 +120,6 @@ class BisectReport(Sequence[BisectRow]):
                                   stage=r.step.stage, origin=r.step.origin, max_abs=r.max_abs,
                                   max_rel=r.max_rel, status=r.status, source=r.source)
                              for r in self.rows]).rename(columns={"pass_": "pass"})
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
 
 _SOURCES = {"built": "", "previous": " (same module as above)",

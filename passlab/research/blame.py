@@ -12,11 +12,12 @@ only for the functions a step changed and cached per function object.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from passlab import _render, _tvm
+from passlab._sequence import NamedSequence
 from passlab.errors import unknown
 from passlab.recording.build import Build
 from passlab.recording.trace import Step, Trace
@@ -41,7 +42,7 @@ class Event:
 
 
 @dataclass(frozen=True)
-class Blame(Sequence[Event]):
+class Blame(NamedSequence[Event], _render.Displayable):
     """The history of one name along the main chain: a sequence of :class:`Event`.
 
     ``kind`` is "function", "binding", "tensor" (a :func:`passlab.buffers` alias,
@@ -55,18 +56,8 @@ class Blame(Sequence[Event]):
     at: Step | None = field(default=None, repr=False)
     resolved: str | None = None
 
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self.events)
-
-    @overload
-    def __getitem__(self, i: int) -> Event: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[Event, ...]: ...
-    def __getitem__(self, i):
-        return self.events[i]
+    def _items(self) -> tuple[Event, ...]:
+        return self.events
 
     def _by(self, action: str) -> tuple[Step, ...]:
         return tuple(dict.fromkeys(e.step for e in self.events if e.action == action))
@@ -123,9 +114,6 @@ class Blame(Sequence[Event]):
         header, rows = self._table()
         return pd.DataFrame(rows, columns=header)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
-
 
 # ------------------------------------------------------------------------ helpers
 class _Names:
@@ -154,7 +142,7 @@ class _Names:
         return hit[1]
 
     def value_hashes(self, values: tuple[Any, ...]) -> tuple[int | None, ...]:
-        out = []
+        out: list[int | None] = []
         for v in values:
             if v is None:
                 out.append(None)

@@ -11,11 +11,12 @@ costs: kernels, temporary bytes, peak memory, build time.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from passlab import _render, _tvm
+from passlab._sequence import NamedSequence
 from passlab.errors import unknown
 from passlab.recording.build import Build
 from passlab.recording.trace import Step, Trace
@@ -85,7 +86,7 @@ class Delta:
                 "?" if c is None else sign + fmt(c)]
 
 
-class Comparison(Sequence[Point]):
+class Comparison(NamedSequence[Point], _render.Displayable):
     """Two recorded builds aligned pass by pass: a read-only sequence of :class:`Point`.
 
     Index by position or by pass name (``comparison["FuseOps"]``).
@@ -99,23 +100,14 @@ class Comparison(Sequence[Point]):
         self.deltas = tuple(deltas)
         self.names = names
 
-    def __len__(self) -> int:
-        return len(self.points)
+    def _items(self) -> tuple[Point, ...]:
+        return self.points
 
-    def __iter__(self) -> Iterator[Point]:
-        return iter(self.points)
-
-    @overload
-    def __getitem__(self, key: int | str) -> Point: ...
-    @overload
-    def __getitem__(self, key: slice) -> tuple[Point, ...]: ...
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            for p in self.points:
-                if key in (p.name, *(s.name for s in (p.a, p.b) if s is not None)):
-                    return p
-            raise unknown("pass", key, [p.name for p in self.points], extra="(in this comparison)")
-        return self.points[key]
+    def _by_name(self, name: str) -> Point:
+        for p in self.points:
+            if name in (p.name, *(s.name for s in (p.a, p.b) if s is not None)):
+                return p
+        raise unknown("pass", name, [p.name for p in self.points], extra="(in this comparison)")
 
     # -------------------------------------------------------------------- summary
     @property
@@ -214,9 +206,6 @@ class Comparison(Sequence[Point]):
         df = df.astype({"a_index": "Int64", "b_index": "Int64"})  # missing steps stay <NA>
         return df.rename(columns={"pass_": "pass", "a_index": f"{a} #", "b_index": f"{b} #"})
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
-
     def __repr__(self) -> str:
         return f"<Comparison: {self.summary()}>"
 
@@ -278,7 +267,7 @@ def _align(a: list[Step], b: list[Step], equal: _Equal) -> list[Point]:
 
 def _measures(trace: Trace) -> dict[str, float | None]:
     main = [s for s in trace if s.kind == "pass" and s.after is not None]
-    relax = [s for s in main if s.stage != "tir"]
+    relax = [s for s in main if s.level == "relax"]
     last = relax[-1] if relax else (main[-1] if main else None)
     kernels = report = None
     if last is not None:
@@ -330,8 +319,8 @@ def compare(a: Trace | Build, b: Trace | Build, *,
     equal = _Equal()
     points: list[Point] = []
     for tir in (False, True):
-        sa = [s for s in ta if s.kind == "pass" and (s.stage == "tir") == tir]
-        sb = [s for s in tb if s.kind == "pass" and (s.stage == "tir") == tir]
+        sa = [s for s in ta if s.kind == "pass" and (s.level != "relax") == tir]
+        sb = [s for s in tb if s.kind == "pass" and (s.level != "relax") == tir]
         points += _align(sa, sb, equal)
     ma, mb = _measures(ta), _measures(tb)
     units = {"build time": "s"}

@@ -7,6 +7,7 @@ import importlib
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,14 +22,20 @@ def _cmd_passes(args: argparse.Namespace) -> int:
     pipe = Pipeline.default(args.target, variant=args.variant)
     print(pipe.to_text())
     used = Pipeline.relax_build_variant(args.target)
-    print(f"\nrelax.build/tvm.compile with no pipeline runs the {used!r} variant for {args.target}.")
+    from passlab._tvm import codegen, target
+
+    kind = target(args.target).kind.name
+    print(f"\nTIR stages ({', '.join(pipe.tir_stage_names)}) run in tvm.tirx.build and are "
+          f"edited like the Relax ones; code generation for {kind}: "
+          f"{codegen.codegen_status(kind)}.")
+    print(f"relax.build/tvm.compile with no pipeline runs the {used!r} variant for {args.target}.")
     return 0
 
 
 def _seed_pass():
     """The seed-1 user pass: after the default optimizations and fusion, before memory
     planning, look at the fused kernels and the temporary buffers between them."""
-    report: dict[str, object] = {}
+    report: dict[str, Any] = {}
 
     def after_fusion_report(mod):
         from passlab import _tvm
@@ -43,13 +50,45 @@ def _seed_pass():
     return after_fusion_report, report
 
 
+def _writable(path: Path, *, folder: bool = False, inside: tuple[str, ...] = ()) -> Path:
+    """Check, before a long build, that ``-o path`` can be written: a file (or a folder
+    with the files ``inside``) whose nearest existing parent folder takes new files. A
+    :class:`CliError` (exit status 2) says what is wrong."""
+    if folder and path.exists() and not path.is_dir():
+        raise CliError(f"-o {path}: that is a file, not a folder; give a folder to write into")
+    if not folder and path.is_dir():
+        raise CliError(f"-o {path}: that is a folder; give the file to write, e.g. "
+                       f"{path / 'report.html'}")
+    for name in inside:
+        if (path / name).is_dir():
+            raise CliError(f"-o {path}: {path / name} is a folder; passlab writes a file there")
+    existing = path if folder else path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CliError(f"-o {path}: {existing} is a file, so nothing can be written under it")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+        for name in ((path.name,) if not folder else inside):
+            target = (path.parent if not folder else path) / name
+            if target.exists():
+                with open(target, "ab"):  # opening to append changes nothing
+                    pass
+    except OSError as exc:
+        raise CliError(f"-o {path}: cannot write there ({exc.strerror or exc}); choose "
+                       "another output path") from None
+    return path
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from passlab._render import human_bytes
+    from passlab._render import human_bytes, to_csv
     from passlab.analysis.buffers import buffers
     from passlab.pipeline import Pipeline
     from passlab.recording.build import build, max_abs_diff
 
-    out = Path(args.output)
+    out = _writable(Path(args.output), folder=True,
+                    inside=("report.html", "trace.txt", "trace.csv"))
     out.mkdir(parents=True, exist_ok=True)
     mod = models.by_name(args.model)
     user_pass, seen = _seed_pass()
@@ -79,13 +118,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     diff = max_abs_diff(b.run(), ref.run())
     print(f"outputs vs the unmodified pipeline: max abs diff {diff:g}")
     (out / "trace.txt").write_text(trace.to_text(all_steps=True) + "\n")
-    trace.to_dataframe().to_csv(out / "trace.csv")
+    to_csv(trace.to_dataframe(), out / "trace.csv")
     report = trace.to_html(out / "report.html")
     print(f"\nwrote {report} (open it in a browser: works offline), "
           f"{out / 'trace.txt'} and {out / 'trace.csv'}")
     return 0 if diff == 0 else 1
 
 
+_TARGET_HELP = ("llvm (default), c, cuda, rocm or metal, with options as in "
+                "'llvm -mcpu=x86-64 -mattr=+avx2' or as JSON ('{\"kind\": \"llvm\", ...}')")
 _INSERT_SPEC = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)"
                           r"@(?P<where>after|before)=(?P<anchor>\S+)$")
 _INSERT_FORM = ("module:function@after=PassOrStage (or @before=...), "
@@ -124,6 +165,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from passlab.recording.build import build
     from passlab.views.report import REPORT_FUNCTIONS, write_report
 
+    _writable(Path(args.output))
     inserts = [_load_insert(spec) for spec in args.insert]
     mod = resolve_model(args.model)
     pipe = Pipeline.default(args.target, variant=args.variant)
@@ -152,6 +194,46 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return status
 
 
+_SWEEP_FORM = ("NAME=BASE[+INSERT...] where BASE is default or build and each INSERT is "
+               + _INSERT_FORM + ", e.g. mine=default+mypkg.passes:count@after=legalize")
+
+
+def _sweep_pipeline(spec: str, target: str) -> tuple[str, Any]:
+    """(name, Pipeline) from a ``--pipeline`` spec; the same inserts as ``report --insert``."""
+    from passlab.pipeline import Pipeline
+
+    name, sep, body = spec.strip().partition("=")
+    if not sep:  # a bare "default" or "build" names itself
+        name, body = spec.strip(), spec.strip()
+    base, *inserts = body.split("+")
+    if not name or base not in ("default", "build"):
+        raise CliError(f"--pipeline {spec!r} is not of the form {_SWEEP_FORM}")
+    pipe = Pipeline.default(target, variant="fused" if base == "default" else "build")
+    for insert in inserts:
+        fn, where, anchor = _load_insert(insert)
+        pipe = pipe.insert(fn, **{where: anchor})
+    return name, pipe
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from passlab.research.sweep import sweep
+
+    pipes = dict(_sweep_pipeline(s, args.target) for s in args.pipeline or ["default"])
+
+    def show(row: Any, done: int, total: int) -> None:
+        took = "" if row.build_s is None else f" in {row.build_s:.1f} s"
+        err = "" if row.status == "ok" else f": {row.error[:100]}"
+        print(f"[{done}/{total}] {row.model} / {row.pipeline}: {row.status}{took}{err}",
+              flush=True)
+
+    result = sweep(args.models, pipes, workers=args.workers, out=args.output,
+                   timeout=args.timeout, progress=show)
+    print(result.to_text())
+    index = result.to_html(Path(args.output) / "index.html")
+    print(f"wrote {index} (every job's report and trace are linked from it)")
+    return 0 if all(r.status == "ok" for r in result) else 1
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from passlab.views.export import export_notebook
 
@@ -174,13 +256,27 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from passlab._render import text_table
+    from passlab.analysis.explain import cards, explain
+
+    if args.pass_name is None:  # the whole deck: name, stage, summary
+        rows = [[c.name, c.stage, c.summary] for c in cards().values()]
+        print(text_table(["pass", "stage", "what it does"], rows))
+        return 0
+    card = explain(args.pass_name)
+    print(card.to_html() if args.html else card.to_text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="passlab", description="Record, edit and explore Apache TVM's pass pipeline.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("passes", help="print the default Relax pipeline of a target")
-    p.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
+    p = sub.add_parser("passes", help="print the default pipeline of a target: Relax and "
+                                      "TIR stages")
+    p.add_argument("--target", default="llvm", help=_TARGET_HELP)
     p.add_argument("--variant", default="fused", choices=("fused", "build"),
                    help="fused: get_default_pipeline; build: what relax.build runs on CPU")
     p.set_defaults(func=_cmd_passes)
@@ -199,12 +295,27 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"insert a user pass: {_INSERT_FORM} (repeatable)")
     r.add_argument("--variant", default="fused", choices=("fused", "build"),
                    help="fused (default): get_default_pipeline; build: no fusion")
-    r.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
+    r.add_argument("--target", default="llvm", help=_TARGET_HELP)
     r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     r.add_argument("--all-functions", action="store_true",
                    help="print every changed function in each pass diff (default: the first "
                         "24, naming the others)")
     r.set_defaults(func=_cmd_report)
+
+    s = sub.add_parser("sweep", help="build every model with every pipeline in worker "
+                                     "processes and print one table (and an index page)")
+    s.add_argument("models", nargs="+", metavar="MODEL",
+                   help=f"built-in models ({', '.join(models.NAMES)}) or .onnx/.pt2/.py files")
+    s.add_argument("--pipeline", action="append", metavar="NAME=SPEC",
+                   help=f"a pipeline: {_SWEEP_FORM} (repeatable; default: default)")
+    s.add_argument("--workers", type=int, default=None,
+                   help="worker processes (default: the CPU count)")
+    s.add_argument("--timeout", type=float, default=None, help="seconds one job may take")
+    s.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
+    s.add_argument("-o", "--output", default="passlab-sweep",
+                   help="folder for every job's trace, report and record, and index.html; "
+                        "a rerun builds only the jobs not finished there")
+    s.set_defaults(func=_cmd_sweep)
 
     e = sub.add_parser("export", help="write a notebook as one HTML file whose widgets "
                                       "(the Explorer) render offline")
@@ -215,6 +326,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the notebook first (saving the widget state)")
     e.add_argument("--timeout", type=int, default=120, help="seconds per cell when executing")
     e.set_defaults(func=_cmd_export)
+
+    x = sub.add_parser("explain", help="what a pass does: its card (every pass of TVM's "
+                                       "default pipelines has one)")
+    x.add_argument("pass_name", nargs="?", metavar="PASS",
+                   help="a pass name as recorded (FuseOps, tirx.LowerIntrin, FuseOps#1); "
+                        "without it, list every card")
+    x.add_argument("--html", action="store_true", help="print the card as HTML")
+    x.set_defaults(func=_cmd_explain)
 
     args = parser.parse_args(argv)
     try:

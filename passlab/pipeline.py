@@ -1,22 +1,26 @@
-"""The Relax pipeline as data: stages of passes that a user can edit, then build.
+"""The pipeline as data: Relax and TIR stages of passes that a user can edit, then build.
 
 TVM keeps its per-target pipelines as lists of passes per stage
 (``tvm.relax.backend.<target>.pipeline``: library_dispatch, legalize, dataflow_lower,
-finalize). :class:`Pipeline` holds those lists as immutable data, lets a user insert their
-own passes before or after a named pass or at a stage boundary, remove, replace or disable
-passes, and hands TVM one module pass, so that TVM's TIR pipeline and codegen still run
-(and are recorded) unchanged.
+finalize), and its TIR pipeline as a registered factory (stages here: s_tir, tirx,
+host_finalize, device_finalize, plus codegen for the user's source emitters).
+:class:`Pipeline` holds those lists as immutable data, lets a user insert their own
+passes before or after a named pass or at a stage boundary, remove, replace or disable
+passes, and hands TVM one module pass for the Relax stages (``to_pass``) and a TIR
+pipeline registered under a fresh name for each build (``to_tir``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render, _tvm
+from passlab._sequence import NamedSequence
+from passlab._tvm import tir as _tir
 from passlab.errors import UserPassError, unknown
 
 __all__ = ["Pipeline", "PassEntry", "Stage", "UserPassError"]
@@ -81,6 +85,15 @@ def _checked(fn: Callable, name: str, on_error: Callable | None) -> Callable:
     return run
 
 
+def _check_emitters(entries: tuple[PassEntry, ...]) -> None:
+    for e in entries:
+        if _tvm.is_pass(e.pass_):
+            raise TypeError(
+                f"the codegen stage takes source emitters, functions IRModule -> str run "
+                f"on the lowered TIR module, not TVM passes ({e.name!r}); put a pass in a "
+                "TIR stage instead (e.g. after='tirx')")
+
+
 def positional_arity(fn: Callable) -> int:
     """How many positional parameters ``fn`` takes (1 when it cannot be told): a user
     pass taking two is called as ``fn(mod, ctx)``."""
@@ -112,7 +125,7 @@ def _user_entry(p: Any, name: str | None, note: str) -> PassEntry:
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class Pipeline(NamedSequence[PassEntry], _render.Displayable):
     """TVM's Relax pipeline for a target, as stages of passes, plus the user's edits.
 
     Every edit returns a new Pipeline; the original is unchanged.
@@ -124,28 +137,41 @@ class Pipeline:
     >>> pipe = pipe.insert(lambda mod: mod, after="legalize", name="inspect")
     >>> [e.name for e in pipe.stage("legalize").passes][-2:]
     ['FuseTIR', 'inspect']
+    >>> pipe.tir_stage_names
+    ('s_tir', 'tirx', 'host_finalize', 'device_finalize', 'codegen')
+    >>> pipe.disable("tirx.VectorizeLoop")["tirx.VectorizeLoop"].enabled
+    False
     """
 
     target: str
     variant: str
     stages: tuple[Stage, ...]
+    tir_stages: tuple[Stage, ...] = ()
+    """The TIR stages (:data:`passlab._tvm.tir.TIR_STAGES`); ``stages`` are the Relax
+    ones. Lookup and edits cover both."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def default(cls, target: Any = "llvm", variant: str = "fused") -> Pipeline:
-        """TVM's default Relax pipeline for ``target``.
+        """TVM's default pipeline for ``target``: its Relax stages, then its TIR stages.
 
         ``variant="fused"`` (default) is ``relax.get_default_pipeline(target)``, with
         FuseOps and FuseTIR; ``variant="build"`` is what ``relax.build``/``tvm.compile``
         run on CPU when given no pipeline (``default_build_pipeline``: no fusion).
         ``Pipeline.relax_build_variant(target)`` says which one ``relax.build`` uses.
+        The TIR stages are TVM's default TIR pipeline as the current PassContext's config
+        makes it (``tirx.disable_vectorize`` and the like drop or change passes).
         """
         tgt = _tvm.target(target)
         stages = tuple(
             Stage(name, tuple(PassEntry(_tvm.pass_name(p), p) for p in passes))
             for name, passes in _tvm.stage_passes(tgt, variant)
         )
-        return cls(_tvm.target_label(target, tgt), variant, stages)
+        tir_stages = tuple(
+            Stage(name, tuple(PassEntry(_tvm.pass_name(p), p, note=note) for p, note in passes))
+            for name, passes in _tir.stage_passes()
+        )
+        return cls(_tvm.target_label(target, tgt), variant, stages, tir_stages)
 
     @staticmethod
     def relax_build_variant(target: Any = "llvm") -> str:
@@ -153,12 +179,21 @@ class Pipeline:
         return _tvm.relax_build_variant(_tvm.target(target))
 
     # ----------------------------------------------------------------------- lookup
-    def __iter__(self) -> Iterator[PassEntry]:
-        for stage in self.stages:
-            yield from stage.passes
+    # a sequence of every stage's passes in order; ``pipe["FuseOps"]`` is the first
+    # pass of that name
+    # (Relax entries first, then TIR: positions of Relax entries do not move when the
+    # TIR stages are edited)
+    def _items(self) -> tuple[PassEntry, ...]:
+        return tuple(e for stage in self.all_stages for e in stage.passes)
 
-    def __len__(self) -> int:
-        return sum(len(s.passes) for s in self.stages)
+    def _by_name(self, name: str) -> PassEntry:
+        si, pi = self._locate(name)
+        return self.all_stages[si].passes[pi]
+
+    @property
+    def all_stages(self) -> tuple[Stage, ...]:
+        """The Relax stages, then the TIR stages."""
+        return self.stages + self.tir_stages
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -166,31 +201,47 @@ class Pipeline:
 
     @property
     def stage_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.stages)
+        """Names of every stage, Relax then TIR."""
+        return tuple(s.name for s in self.all_stages)
+
+    @property
+    def tir_stage_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.tir_stages)
+
+    @property
+    def relax_passes(self) -> tuple[PassEntry, ...]:
+        return tuple(e for stage in self.stages for e in stage.passes)
+
+    @property
+    def tir_passes(self) -> tuple[PassEntry, ...]:
+        return tuple(e for stage in self.tir_stages for e in stage.passes)
 
     def stage(self, name: str) -> Stage:
-        for s in self.stages:
+        for s in self.all_stages:
             if s.name == name:
                 return s
         raise unknown("stage", name, self.stage_names)
 
     def _locate(self, name: str) -> tuple[int, int]:
-        """(stage index, pass index) of the first pass called ``name``."""
-        for si, stage in enumerate(self.stages):
+        """(stage index in ``all_stages``, pass index) of the first pass called ``name``."""
+        for si, stage in enumerate(self.all_stages):
             for pi, entry in enumerate(stage.passes):
                 if entry.name == name:
                     return si, pi
         raise unknown(
-            "pass or stage", name, self.names + self.stage_names,
+            "pass or stage", name, self.stage_names + tuple(dict.fromkeys(self.names)),
             extra=f"(pipeline for {self.target}, variant {self.variant!r})",
         )
 
-    def __getitem__(self, name: str) -> PassEntry:
-        si, pi = self._locate(name)
-        return self.stages[si].passes[pi]
-
     # ------------------------------------------------------------------------- edits
     def _with(self, si: int, passes: tuple[PassEntry, ...]) -> Pipeline:
+        n = len(self.stages)
+        if si >= n:  # a TIR stage
+            if self.tir_stages[si - n].name == _tir.CODEGEN:
+                _check_emitters(passes)
+            tir = list(self.tir_stages)
+            tir[si - n] = dataclasses.replace(tir[si - n], passes=passes)
+            return dataclasses.replace(self, tir_stages=tuple(tir))
         stages = list(self.stages)
         stages[si] = dataclasses.replace(stages[si], passes=passes)
         return dataclasses.replace(self, stages=tuple(stages))
@@ -216,27 +267,28 @@ class Pipeline:
                 f"(e.g. 'FuseTIR') or a stage ({', '.join(self.stage_names)})"
             )
         anchor = before if before is not None else after
+        assert anchor is not None  # exactly one of them was given (checked above)
         where = "before" if before is not None else "after"
         entry = _user_entry(pass_, name, f"inserted {where} {anchor}")
         if anchor in self.stage_names and anchor not in self.names:
             si = self.stage_names.index(anchor)
-            old = self.stages[si].passes
+            old = self.all_stages[si].passes
             return self._with(si, (entry,) + old if before else old + (entry,))
         si, pi = self._locate(anchor)
-        old = self.stages[si].passes
+        old = self.all_stages[si].passes
         at = pi if before is not None else pi + 1
         return self._with(si, old[:at] + (entry,) + old[at:])
 
     def remove(self, name: str) -> Pipeline:
         """Drop the first pass called ``name``."""
         si, pi = self._locate(name)
-        old = self.stages[si].passes
+        old = self.all_stages[si].passes
         return self._with(si, old[:pi] + old[pi + 1 :])
 
     def replace(self, name: str, pass_: Any, *, new_name: str | None = None) -> Pipeline:
         """Run ``pass_`` in place of the first pass called ``name``."""
         si, pi = self._locate(name)
-        old = self.stages[si].passes
+        old = self.all_stages[si].passes
         entry = _user_entry(pass_, new_name, f"replaces {name}")
         return self._with(si, old[:pi] + (entry,) + old[pi + 1 :])
 
@@ -249,7 +301,7 @@ class Pipeline:
 
     def _set_enabled(self, name: str, enabled: bool) -> Pipeline:
         si, pi = self._locate(name)
-        old = self.stages[si].passes
+        old = self.all_stages[si].passes
         entry = dataclasses.replace(old[pi], enabled=enabled)
         return self._with(si, old[:pi] + (entry,) + old[pi + 1 :])
 
@@ -279,6 +331,23 @@ class Pipeline:
 
         return _tvm.module_pass(run, ROOT_NAME)
 
+    def to_tir(self, on_error: Callable | None = None) -> _tir.TirPipeline:
+        """The TIR stages' enabled passes, for ``passlab._tvm.build``: it registers them
+        with ``tvm.tirx.register_tir_pipeline`` under a fresh name for one build. The
+        ``codegen`` stage is not part of it (its emitters run on the generated module)."""
+        stages = [(s.name, [e.to_pass(on_error) for e in s.passes if e.enabled])
+                  for s in self.tir_stages if s.name != _tir.CODEGEN]
+        key = _tir.content_key([(s.name, s.passes) for s in self.tir_stages])
+        return _tir.TirPipeline(stages, key, self)
+
+    @property
+    def emitters(self) -> tuple[PassEntry, ...]:
+        """The enabled entries of the ``codegen`` stage: functions ``IRModule -> str``
+        run on the lowered TIR module after the build; their text is recorded in the
+        trace's ``codegen`` step under the entry's name."""
+        return tuple(e for s in self.tir_stages if s.name == _tir.CODEGEN
+                     for e in s.passes if e.enabled)
+
     @property
     def user_passes(self) -> tuple[PassEntry, ...]:
         return tuple(e for e in self if e.origin == "user")
@@ -291,7 +360,7 @@ class Pipeline:
     # ------------------------------------------------------------------------ views
     def rows(self) -> list[dict[str, Any]]:
         out, i = [], 0
-        for stage in self.stages:
+        for stage in self.all_stages:
             for entry in stage.passes:
                 out.append(
                     dict(index=i, stage=stage.name, name=entry.name, origin=entry.origin,
@@ -312,28 +381,29 @@ class Pipeline:
             mark = "" if r["enabled"] else "disabled"
             if r["origin"] == "user":
                 mark = (mark + " " if mark else "") + f"+ user: {r['note']}"
+            elif r["note"]:  # a TVM pass changed by the PassContext config
+                mark = (mark + " " if mark else "") + r["note"]
             body.append([str(r["index"]), r["stage"], r["name"], mark])
             classes.append("user" if r["origin"] == "user" else ("off" if not r["enabled"] else ""))
         return header, body, classes
 
+    def _title(self) -> str:
+        return (f"Pipeline for {self.target} (variant {self.variant!r}), {len(self)} passes "
+                f"({len(self.relax_passes)} Relax, {len(self.tir_passes)} TIR)")
+
     def to_text(self) -> str:
         header, body, _ = self._table()
-        title = f"Pipeline for {self.target} (variant {self.variant!r}), {len(self)} passes"
-        return title + "\n" + _render.text_table(header, body)
+        return self._title() + "\n" + _render.text_table(header, body)
 
     def to_html(self) -> str:
         header, body, classes = self._table()
-        title = f"Pipeline for {self.target} (variant {self.variant!r}), {len(self)} passes"
-        return _render.html_table(header, body, classes, caption=title)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
+        return _render.html_table(header, body, classes, caption=self._title())
 
     def __repr__(self) -> str:
         n_user = len(self.user_passes)
         return (
             f"<Pipeline {self.target!r} variant={self.variant!r}: {len(self)} passes in "
-            f"{len(self.stages)} stages, {n_user} user pass{'es' if n_user != 1 else ''}>"
+            f"{len(self.all_stages)} stages, {n_user} user pass{'es' if n_user != 1 else ''}>"
         )
 
     def __str__(self) -> str:

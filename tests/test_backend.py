@@ -84,8 +84,9 @@ def test_passes_are_normalized_by_phase_order():
      "a backend name must be an identifier without dots (it becomes the 'Codegen' attribute "
      "and the prefix of pattern names), not 'n.p'"),
     (lambda: npu(passes={"after_fusoin": [identity]}), UnknownNameError,
-     "unknown phase 'after_fusoin'; did you mean 'after_fusion'? Known phase names: "
-     "before_partition, after_partition, after_fusion, before_lowering, after_memory_plan."),
+     "unknown phase 'after_fusoin'; did you mean 'after_fusion', 'tir_after_lowering'? Known "
+     "phase names: before_partition, after_partition, after_fusion, before_lowering, "
+     "after_memory_plan, tir_before_lowering, tir_after_lowering, codegen."),
     (lambda: npu(passes={"after_fusion": [42]}), TypeError,
      "a pass of phase 'after_fusion' must be a TVM pass or a function IRModule -> IRModule, "
      "not int"),
@@ -147,6 +148,9 @@ def test_apply_backend_places_every_phase():
         ("legalize", "identity", "backend npu: after_fusion"),
         ("dataflow_lower", "identity", "backend npu: before_lowering"),
         ("finalize", "Normalize", "backend npu: after_memory_plan"),
+        ("s_tir", "identity", "backend npu: tir_before_lowering"),
+        ("tirx", "identity", "backend npu: tir_after_lowering"),
+        ("codegen", "npu", "backend npu: codegen"),
     ]
     names = pipe.names
     assert names[names.index("host_fallback_npu") + 1] == "LegalizeOps"

@@ -74,13 +74,18 @@ def _timing_tree(text: str) -> list[tuple[int, str]]:
 def test_recorded_tree_equals_pass_timing_instrument(resnet_build):
     """Names, order and nesting of every pass call equal TVM's own PassTimingInstrument
     for the same build."""
+    from passlab._tvm.tir import registered
+
     pipe = resnet_build.pipeline
     timing = PassTimingInstrument()
-    with tvm.transform.PassContext(instruments=[timing]):
+    with tvm.transform.PassContext(instruments=[timing]), \
+            registered(pipe.to_tir().stages, pipe) as tir_name:
         tvm.relax.build(resnet_build.module, tvm.target.Target("llvm"),
-                        relax_pipeline=pipe.to_pass())
+                        relax_pipeline=pipe.to_pass(), tir_pipeline=tir_name)
         tree = _timing_tree(timing.render())
-    recorded = [(s.depth, s.name) for s in resnet_build.trace]
+    # the final codegen step holds the generated code: no pass call of its own
+    assert resnet_build.trace[-1].name == "codegen"
+    recorded = [(s.depth, s.name) for s in resnet_build.trace[:-1]]
     assert len(recorded) > 80
     assert recorded == tree
 
@@ -89,7 +94,7 @@ def test_trace_structure(mlp_build):
     t = mlp_build.trace
     root = t[0]
     assert (root.name, root.depth, root.parent, root.kind) == ("passlab.pipeline", 0, None, "container")
-    assert [s.name for s in t.children(root)] == list(mlp_build.pipeline.stage_names)
+    assert [s.name for s in t.children(root)] == [s.name for s in mlp_build.pipeline.stages]
     fuse = t.find("FuseOps")
     assert (fuse.depth, fuse.stage, t[fuse.parent].name) == (2, "legalize", "legalize")
     assert fuse.functions_changed.added == ("fused_matmul_add_relu", "fused_matmul1_add1")
@@ -100,14 +105,16 @@ def test_trace_structure(mlp_build):
                                       "FuseTIRInner", "DeadCodeElimination"]
     assert all(s.kind == "inner" for s in inner)
     # the main chain is coherent: each pass's input is the previous pass's output
-    relax_chain = [s for s in t.top_level() if s.stage != "tir"]
+    relax_chain = [s for s in t.top_level() if s.level == "relax"]
     for a, b in zip(relax_chain, relax_chain[1:]):
         assert a.after.same_as(b.before), (a.name, b.name)
     assert t.find("DeadCodeElimination", 1).occurrence == 1
     assert t.find("DeadCodeElimination#1") is t.find("DeadCodeElimination", 1)
     assert {s.stage for s in t} == {"relax", "library_dispatch", "legalize", "dataflow_lower",
-                                    "finalize", "tir"}
-    assert t.find("tirx.MakePackedAPI").stage == "tir"
+                                    "finalize", "tir", "s_tir", "tirx", "host_finalize",
+                                    "codegen"}
+    assert t.find("tirx.MakePackedAPI").stage == "tirx"
+    assert t.find("tirx.MakePackedAPI").level == "tir"
 
 
 def test_build_keeps_user_context_and_instruments():
@@ -130,7 +137,7 @@ def test_build_keeps_user_context_and_instruments():
 
         b = passlab.build(model, Pipeline.default("llvm").insert(probe, before="FuseOps"))
     assert seen == {"opt": 3, "cfg": {"relax.FuseOps.max_depth": 1}, "n": 2}
-    assert "FuseOps" in calls and len(calls) == len(b.trace)
+    assert "FuseOps" in calls and len(calls) == len(b.trace) - 1  # + the codegen step
     # max_depth=1 means FuseOps fuses nothing: the user's config reached TVM
     assert not any(n.startswith("fused_") for n in b.trace.find("FuseOps").after.get_global_vars()
                    for n in [n.name_hint])
@@ -239,7 +246,7 @@ def test_tir_build_inside_fold_constant_is_recorded_as_inner_steps():
     assert {s.kind for s in inside} == {"inner"} and {s.stage for s in inside} == {"legalize"}
     assert "tirx.MakePackedAPI" in {s.name for s in inside}
     # none of them leaks into the main chain, which stays coherent
-    chain = [s for s in t.top_level() if s.stage != "tir"]
+    chain = [s for s in t.top_level() if s.level == "relax"]
     for a, c in zip(chain, chain[1:]):
         assert a.after.same_as(c.before)
     # same weights as parameters: same outputs
@@ -269,4 +276,4 @@ def test_progress_callable_and_terminal_line(capsys):
     assert "CanonicalizeRelaxBindings" not in names  # nested deeper than the main chain
     passlab.build(passlab.models.mlp(), progress=True)
     err = capsys.readouterr().err
-    assert err.rstrip().endswith("s)") and "done: 94 pass calls recorded" in err
+    assert err.rstrip().endswith("s)") and "done: 95 pass calls recorded" in err

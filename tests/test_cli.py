@@ -17,8 +17,13 @@ def test_help_runs_as_a_command():
 def test_passes_prints_the_pipeline_and_which_variant_relax_build_uses(capsys):
     assert cli.main(["passes", "--variant", "build"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "Pipeline for llvm (variant 'build'), 15 passes"
+    assert out.splitlines()[0] == ("Pipeline for llvm (variant 'build'), 67 passes "
+                                   "(15 Relax, 52 TIR)")
     assert "RewriteCUDAGraph" in out and "FuseOps" not in out
+    assert " tirx.FlattenBuffer" in out and " host_finalize " in out
+    assert ("TIR stages (s_tir, tirx, host_finalize, device_finalize, codegen) run in "
+            "tvm.tirx.build and are edited like the Relax ones; code generation for llvm: "
+            "available.") in out
     assert out.rstrip().endswith("relax.build/tvm.compile with no pipeline runs the 'build' "
                                  "variant for llvm.")
 

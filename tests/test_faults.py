@@ -42,7 +42,7 @@ def assert_kept_up_to_failure(err: passlab.BuildError) -> None:
         assert f.step.after is None and f.step.before is not None
     else:
         assert open_steps == []
-    chain = [s for s in t.top_level() if s.stage != "tir" and not s.failed]
+    chain = [s for s in t.top_level() if s.level == "relax" and not s.failed]
     for a, b in zip(chain, chain[1:]):
         assert a.after.same_as(b.before), (a.label, b.label)
 
@@ -148,8 +148,11 @@ def test_ill_formed_ir_fails_late_but_the_check_names_the_pass():
 
 
 def test_ill_formed_ir_that_builds_is_caught_by_the_check():
-    b = passlab.build(passlab.models.mlp(),
-                      Pipeline.default("llvm").insert(wrong_return_type, after="FuseTIR"))
+    # the build itself warns (the implicit well-formedness check after user passes)
+    with pytest.warns(RuntimeWarning, match="check 'well_formed \\(user passes\\)' fails "
+                                            "after user pass 'wrong_return_type'"):
+        b = passlab.build(passlab.models.mlp(),
+                          Pipeline.default("llvm").insert(wrong_return_type, after="FuseTIR"))
     assert b.run().shape == (4, 8)  # nothing failed ...
     (v,) = run_checks(b.trace)  # ... but the module was wrong from that pass on
     assert v.step.name == "wrong_return_type"
@@ -179,7 +182,7 @@ def test_codegen_fails_in_vm_codegen(tmp_path):
                                                                      "InternalError")
     assert err.failure.message.startswith("CodeGenVM cannot emit this Relax operator directly")
     assert_kept_up_to_failure(err)
-    assert len(err.trace) > 30 and not any(s.stage == "tir" for s in err.trace)
+    assert len(err.trace) > 30 and not any(s.level == "tir" for s in err.trace)
     assert_reproduces(err, tmp_path)
 
 
@@ -191,7 +194,7 @@ def test_codegen_fails_for_a_target_without_its_toolchain():
         assert (err.failure.where, err.step) == ("codegen", None)
         assert err.failure.message == "Cannot find ROCm path"
         assert_kept_up_to_failure(err)
-        assert err.trace[-1].stage == "tir" and not err.trace[-1].failed  # every pass ran
+        assert err.trace[-1].level == "tir" and not err.trace[-1].failed  # every pass ran
     else:
         pytest.skip("ROCm is installed here: its code generation works")
 
@@ -294,7 +297,7 @@ def test_user_instrument_raising_on_exit_loses_the_executable():
     # every pass finished and codegen succeeded; passlab's copy of the context raised on
     # exit, which build() reports as a codegen failure
     assert (err.failure.where, err.failure.message) == ("codegen", "exit fails")
-    assert len(err.trace) == 94 and not any(s.failed for s in err.trace)
+    assert len(err.trace) == 95 and not any(s.failed for s in err.trace)
 
 
 # ---------------------------------------------------------------- other hazards
@@ -317,7 +320,7 @@ def test_build_in_another_thread_records_without_the_callers_context():
         th.start()
         th.join()
     b = result["build"]
-    assert len(b.trace) == 94 and b.trace.failure is None  # fully recorded in the thread
+    assert len(b.trace) == 96 and b.trace.failure is None  # fully recorded in the thread
     # pass contexts are thread-local: the caller's config and instruments did not apply
     assert b.trace.find("FuseOps").functions_changed.added == ("fused_matmul_add_relu",
                                                                "fused_matmul1_add1")

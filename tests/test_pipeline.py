@@ -23,8 +23,10 @@ def test_default_fused_pipeline_matches_tvm_stage_lists():
     pipe = Pipeline.default("llvm")
     assert pipe.variant == "fused"
     assert pipe.target == "llvm"
-    assert pipe.stage_names == ("library_dispatch", "legalize", "dataflow_lower", "finalize")
-    assert list(pipe.names) == FUSED
+    assert pipe.stage_names == ("library_dispatch", "legalize", "dataflow_lower", "finalize",
+                                "s_tir", "tirx", "host_finalize", "device_finalize", "codegen")
+    assert [e.name for e in pipe.relax_passes] == FUSED
+    assert list(pipe.names) == FUSED + [e.name for e in pipe.tir_passes]
     assert [e.name for e in pipe.stage("legalize").passes] == FUSED[2:7]
 
 
@@ -40,7 +42,7 @@ def test_build_variant_is_what_relax_build_runs():
     ran = [s.name for s in rec.trace if s.depth == 2 and s.index < relax_pipeline.index + 40
            and s.stage == "relax" and s.parent is not None
            and rec.trace[s.parent].parent == relax_pipeline.index]
-    assert ran == list(pipe.names)
+    assert ran == [e.name for e in pipe.relax_passes]
     assert "FuseOps" not in pipe.names
 
 
@@ -60,7 +62,7 @@ def test_insert_after_pass_and_stage_and_before():
         "inserted before legalize", "inserted after FuseOps", "inserted after legalize",
         "inserted before CallTIRRewrite"]
     # the original is untouched: pipelines are values
-    assert list(pipe.names) == FUSED and not pipe.edited and p.edited
+    assert [e.name for e in pipe.relax_passes] == FUSED and not pipe.edited and p.edited
 
 
 def test_remove_replace_disable():
@@ -76,9 +78,13 @@ def test_remove_replace_disable():
 def test_pipeline_text_marks_user_passes_and_disabled():
     p = Pipeline.default("llvm").insert(ident, after="legalize", name="mine").disable("FoldConstant")
     text = p.to_text()
-    assert text.splitlines()[0] == "Pipeline for llvm (variant 'fused'), 19 passes"
-    assert " 7  legalize          mine                    + user: inserted after legalize" in text
-    assert " 4  legalize          FoldConstant            disabled" in text
+    assert text.splitlines()[0] == ("Pipeline for llvm (variant 'fused'), 71 passes "
+                                    "(19 Relax, 52 TIR)")
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    assert "7 legalize mine + user: inserted after legalize" in lines
+    assert "4 legalize FoldConstant disabled" in lines
+    assert "36 tirx tirx.FlattenBuffer" in lines and "66 host_finalize tirx.LowerTVMBuiltin" in lines
+    assert lines[-1] == "70 device_finalize tirx.LowerIntrin"
     html = p.to_html()
     assert '<tr class="user">' in html and '<tr class="off">' in html
     df = p.to_dataframe()
@@ -101,8 +107,10 @@ def test_misspelt_name_lists_close_matches():
 def test_bad_target_and_variant_and_anchor():
     with pytest.raises(ValueError, match="unknown target 'llvx'; did you mean 'llvm'"):
         Pipeline.default("llvx")
-    with pytest.raises(ValueError, match="unknown target 'c'.*Known target names: llvm, cuda"):
-        Pipeline.default("c")
+    # a kind TVM defines but has no Relax pipeline for ("c" is taken: tests/test_targets.py)
+    with pytest.raises(ValueError, match="unknown target 'hexagon'.*Known target names: llvm, c, "
+                                         "cuda"):
+        Pipeline.default("hexagon")
     with pytest.raises(ValueError, match="unknown pipeline variant 'fuse'; did you mean 'fused'"):
         Pipeline.default("llvm", variant="fuse")
     with pytest.raises(ValueError, match="exactly one of before= or after="):

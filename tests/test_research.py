@@ -127,7 +127,7 @@ def test_compare_a_pipeline_with_itself_is_identical(mlp_build):
     again = passlab.build(passlab.models.mlp())
     c = compare(mlp_build, again)
     assert c.identical and c.first_difference is None
-    assert c.summary() == "Comparison of A (70 passes) and B (70 passes): identical"
+    assert c.summary() == "Comparison of A (71 passes) and B (71 passes): identical"
     assert {p.status for p in c} == {"same"}
     assert c.delta("kernels").change == 0 and c.delta("bytes").a == 3712
     assert c.diff("FuseOps").to_text() == "no changes"
@@ -151,8 +151,8 @@ def test_compare_fused_with_build_variant(mlp_build, plain_build):
     assert (c.delta("bytes").a, c.delta("bytes").b) == (3712, 4864)
     text = c.to_text()
     assert text.splitlines()[0] == (
-        "Comparison of fused (70 passes) and build (67 passes): 4 only in fused, 1 only in "
-        "build, 62 differ after the pass; first difference at AnnotateTIROpPattern (only in A)")
+        "Comparison of fused (71 passes) and build (68 passes): 4 only in fused, 1 only in "
+        "build, 63 differ after the pass; first difference at AnnotateTIROpPattern (only in A)")
     assert re.search(r"^kernels +4 +7 +\+3$", text, re.M)
     html = c.to_html()
     assert html.count("<details>") == 3 and "only in fused" in html

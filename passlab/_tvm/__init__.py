@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from passlab.errors import unknown
+from passlab.errors import UnknownNameError, close_matches, unknown
 
 #: Stage names, in pipeline order, of TVM's per-target Relax pipelines
 #: (``tvm.relax.backend.<target>.pipeline``).
 STAGES: tuple[str, ...] = ("library_dispatch", "legalize", "dataflow_lower", "finalize")
 
-#: Backend module per target kind (``tvm.relax.pipeline`` dispatches the same way).
-_BACKENDS = {"llvm": "cpu_generic", "cuda": "cuda", "rocm": "rocm", "metal": "gpu_generic"}
+#: Backend module per target kind (``tvm.relax.pipeline`` dispatches the same way, except
+#: for "c", which it does not dispatch: a CPU target, given cpu_generic like "llvm").
+_BACKENDS = {"llvm": "cpu_generic", "c": "cpu_generic", "cuda": "cuda", "rocm": "rocm",
+             "metal": "gpu_generic", "opencl": "gpu_generic", "vulkan": "gpu_generic",
+             "webgpu": "gpu_generic"}
 
 #: The passes of ``tvm.relax.pipeline.default_build_pipeline`` (what ``relax.build`` and
 #: ``tvm.compile`` run on CPU), per stage. TVM builds that list inside a closure, so it is
@@ -71,23 +75,33 @@ def is_pass(obj: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------- targets
-SUPPORTED_TARGETS = ("llvm", "cuda", "rocm", "metal")
+#: Target kinds passlab has Relax pipelines for. "c" has no entry in TVM's
+#: ``relax.get_default_pipeline`` dispatch; like ``relax.build(mod, "c")`` it is a CPU
+#: target, so its fused pipeline is cpu_generic's (what "llvm" gets).
+SUPPORTED_TARGETS = ("llvm", "c", "cuda", "rocm", "metal", "opencl", "vulkan", "webgpu")
 
 
 def target(spec: Any):
-    """A ``tvm.target.Target`` from a string, dict or Target; one clear error otherwise."""
+    """A ``tvm.target.Target`` from a kind name (``"llvm"``), the familiar string form
+    (``"llvm -mcpu=x86-64 -mattr=+avx2,+fma"``), its JSON text, a dict
+    (``{"kind": "llvm", "mcpu": "x86-64"}``, the only form TVM 0.27 parses) or a Target;
+    one clear error, in terms of the option, otherwise."""
     t = tvm()
     if isinstance(spec, t.target.Target):
         tgt = spec
     else:
+        config = target_spec(spec)
+        kind = config if isinstance(config, str) else config.get("kind")
+        if not isinstance(kind, str) or kind not in _target_kinds():
+            others = [k for k in _target_kinds() if k not in SUPPORTED_TARGETS]
+            raise unknown("target", str(kind), SUPPORTED_TARGETS,
+                          extra=f"(TVM also defines the kinds {', '.join(others)}.)")
         try:
-            tgt = t.target.Target(spec)
+            tgt = t.target.Target(config)
         except Exception as exc:  # TVM raises ValueError or its own errors
-            kind = str(spec).split()[0] if isinstance(spec, str) and spec.strip() else spec
-            raise unknown(
-                "target", str(kind), SUPPORTED_TARGETS,
-                extra=f"(TVM said: {str(exc).splitlines()[0]})",
-            ) from None
+            raise ValueError(f"TVM rejected the target {_shown(spec)}: "
+                             f"{_tvm_said(exc)}") from None
+        _check_cpu(tgt, spec)
     if _backend_module_name(tgt) is None:
         raise unknown(
             "target", tgt.kind.name, SUPPORTED_TARGETS,
@@ -96,10 +110,162 @@ def target(spec: Any):
     return tgt
 
 
+def target_spec(spec: Any) -> str | dict[str, Any]:
+    """What ``tvm.target.Target(...)`` takes for ``spec`` in TVM 0.27: the kind name
+    alone (``"llvm"``), else the dict form. The string form's options are checked
+    against the kind's (``-mcpuu`` is an unknown option for 'llvm') and typed: lists
+    split at commas (``-mattr=+avx2,+fma``), integers, booleans (``-fast-math`` alone
+    is true).
+
+    Examples
+    --------
+    >>> from passlab import _tvm
+    >>> _tvm.target_spec("llvm -mcpu=x86-64 -mattr=+avx2,+fma -num-cores=4")
+    {'kind': 'llvm', 'mcpu': 'x86-64', 'mattr': ['+avx2', '+fma'], 'num-cores': 4}
+    >>> _tvm.target_spec(" c ")
+    'c'
+    """
+    import json
+
+    t = tvm()
+    if isinstance(spec, t.target.Target):
+        return dict(spec.export())
+    if isinstance(spec, dict):
+        return _typed(dict(spec), repr(spec), "")
+    if not isinstance(spec, str) or not spec.strip():
+        raise TypeError(f"a target is a kind name such as 'llvm', a string such as "
+                        f"'llvm -mcpu=x86-64', a dict such as {{'kind': 'llvm', 'mcpu': "
+                        f"'x86-64'}} or a tvm.target.Target, not {spec!r}")
+    text = spec.strip()
+    if text.startswith("{"):
+        try:
+            config = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"target {text!r} starts like JSON but does not parse ({exc})") \
+                from None
+        if not isinstance(config, dict):
+            raise ValueError(f"target {text!r}: JSON text must be an object")
+        return _typed(config, repr(text), "")
+    kind, *options = text.split()
+    if not options:
+        return kind
+    config = {"kind": kind}  # str -> Any, as json.loads above gives
+    for option in options:
+        name, eq, value = option.partition("=")
+        key = name.lstrip("-")
+        if not name.startswith("-") or not key:
+            raise ValueError(f"target {text!r}: {option!r} is not an option; options look "
+                             "like -name=value (-mcpu=x86-64) or -flag")
+        config[key] = value if eq else None
+    return _typed(config, repr(text), "-")
+
+
+def _typed(config: dict[str, Any], shown: str, dash: str) -> dict[str, Any]:
+    """``config`` with each option checked against the target kind's and string values
+    converted to the declared type: lists split at commas (``+avx2,+fma``), integers,
+    booleans (a bare ``-flag`` is true). ``dash`` is how the user wrote option names."""
+    kind = config.get("kind")
+    if not isinstance(kind, str) or kind not in _target_kinds():
+        return config  # target() reports the unknown kind
+    known = dict(tvm().target.TargetKind.options_from_name(kind))
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key not in known:
+            choices = tuple(f"{dash}{k}" for k in known if k != "kind")
+            close = close_matches(f"{dash}{key}", choices)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
+            raise UnknownNameError(
+                f"target {shown}: unknown option '{dash}{key}' for target kind {kind!r}{hint} "
+                f"Known: {', '.join(choices)}.", f"{dash}{key}", choices, close)
+        out[key] = _option_value(shown, f"{dash}{key}", str(known[key]), value)
+    return out
+
+
+def _option_value(shown: str, key: str, kind: str, value: Any) -> Any:
+    """A string-form option value converted to the type TVM's target kind declares."""
+    if value is None:
+        if kind == "bool":
+            return True
+        raise ValueError(f"target {shown}: option '{key}' needs a value ({key}=...)")
+    if not isinstance(value, str):
+        return value
+    if kind == "bool":
+        if value.lower() in ("true", "1"):
+            return True
+        if value.lower() in ("false", "0"):
+            return False
+        raise ValueError(f"target {shown}: option '{key}' is true or false, not {value!r}")
+    if kind == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"target {shown}: option '{key}' is an integer, not "
+                             f"{value!r}") from None
+    if kind.startswith("Array"):
+        return [v for v in value.split(",") if v]
+    return value
+
+
+def _check_cpu(tgt: Any, spec: Any) -> None:
+    """TVM accepts any ``mcpu`` and LLVM later falls back to a generic CPU with only a log
+    line: say so now, as LLVM would."""
+    mcpu = tgt.attrs.get("mcpu") if tgt.kind.name == "llvm" else None
+    if not mcpu:
+        return
+    codegen = tvm().target.codegen
+    triple = str(tgt.attrs.get("mtriple") or codegen.llvm_get_system_triple())
+    if codegen.llvm_is_valid_cpu(str(mcpu), triple):
+        return
+    cpus = [str(c) for c in codegen.llvm_get_cpu_archlist(tgt)]
+    close = close_matches(str(mcpu), cpus)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
+    raise UnknownNameError(
+        f"target {_shown(spec)}: LLVM {codegen.llvm_version_major()} does not know the CPU "
+        f"{str(mcpu)!r} for {triple} (it would fall back to 'generic'){hint} It knows "
+        f"{len(cpus)} CPUs, e.g. x86-64, skylake, znver4: "
+        "tvm.target.codegen.llvm_get_cpu_archlist() lists them.",
+        str(mcpu), tuple(cpus), close)
+
+
+def _shown(spec: Any) -> str:
+    return repr(spec) if isinstance(spec, (str, dict)) else str(spec)
+
+
+def _tvm_said(exc: BaseException) -> str:
+    """TVM's message without its trailing "Target creation ... failed: <spec>" echo."""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    return text.split(". Target creation")[0].strip()
+
+
+@functools.lru_cache(maxsize=1)
+def _target_kinds() -> tuple[str, ...]:
+    return tuple(str(k) for k in tvm().target.Target.list_kinds())
+
+
 def target_label(spec: Any, tgt) -> str:
-    """A short, re-parseable name: the user's string when they gave one (``"llvm"``),
-    else TVM's JSON form."""
-    return spec.strip() if isinstance(spec, str) else str(tgt)
+    """A short, re-parseable name: the user's string when they gave one (``"llvm"``,
+    ``"llvm -mcpu=x86-64"``), the string form of a dict when it has one, else TVM's
+    JSON form."""
+    if isinstance(spec, str):
+        return " ".join(spec.split())
+    if isinstance(spec, dict) and isinstance(spec.get("kind"), str):
+        parts = [spec["kind"]]
+        for key, value in spec.items():
+            if key == "kind":
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (list, tuple)) and value and all(
+                    isinstance(v, str) for v in value):
+                text = ",".join(value)
+            else:
+                text = str(value)
+            parts.append(f"-{key}={text}")
+        label = " ".join(parts)
+        if target_spec(label) == target_spec(spec):
+            return label
+    return str(tgt)
 
 
 def same_target(a: Any, b: Any) -> bool:
@@ -186,27 +352,36 @@ class Kernels:
     LLVM) is most of a CPU build.
     """
 
-    __slots__ = ("_hash", "lib", "target", "tir_mod", "tir_pipeline")
+    __slots__ = ("_hash", "code", "lib", "seconds", "target", "tir_mod", "tir_pipeline")
 
-    def __init__(self, tir_mod, target: str, tir_pipeline: str, lib):
+    def __init__(self, tir_mod, target: str, tir_pipeline: Any, lib, seconds: float = 0.0):
         self.tir_mod, self.target, self.tir_pipeline, self.lib = tir_mod, target, tir_pipeline, lib
-        self._hash = None
+        self.seconds = seconds  # wall time of tirx.build: TIR pipeline + code generation
+        self.code: Any = None  # what was generated, filled in by the build that compiled it
+        self._hash: int | None = None
 
     def key(self) -> int:
         if self._hash is None:
             self._hash = function_hash(self.tir_mod)
         return self._hash
 
-    def matches(self, tir_mod, target: str, tir_pipeline: str) -> bool:
-        return (self.target == target and self.tir_pipeline == tir_pipeline
+    def matches(self, tir_mod, target: str, tir_pipeline: Any) -> bool:
+        from passlab._tvm.tir import same_content
+
+        return (self.target == target and same_content(self.tir_pipeline, tir_pipeline)
                 and function_hash(tir_mod) == self.key()
                 and structural_equal(tir_mod, self.tir_mod))
 
 
-def build(mod, tgt, relax_pipeline, tir_pipeline: str = "default", reuse=()):
+def build(mod, tgt, relax_pipeline, tir_pipeline: Any = "default", reuse=()):
     """Build ``mod`` to a VM executable: what ``relax.build(mod, tgt, relax_pipeline=...,
     tir_pipeline=...)`` does, step by step, so that the compiled TIR library can be kept
     and reused.
+
+    ``tir_pipeline`` is the name of a TIR pipeline TVM has registered, or a
+    :class:`passlab._tvm.tir.TirPipeline` (a pipeline's TIR stages), registered under a
+    fresh name for this build only. Kernels are reused only from a build whose TIR
+    pipeline had the same content.
 
     Returns ``(executable, kernels, reused)``: the :class:`Kernels` of this build (None
     without TIR functions) and whether they came from ``reuse`` (then the TIR pipeline and
@@ -227,12 +402,15 @@ def build(mod, tgt, relax_pipeline, tir_pipeline: str = "default", reuse=()):
     if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
         tir_mod = vb._auto_attach_system_lib_prefix(tir_mod, tgt, None)
         label = str(tgt)
+        key = tir_pipeline if isinstance(tir_pipeline, str) else tir_pipeline.key
         kernels = next((k for k in reuse if k is not None
-                        and k.matches(tir_mod, label, tir_pipeline)), None)
+                        and k.matches(tir_mod, label, key)), None)
         reused = kernels is not None
         if kernels is None:
-            lib = t.tirx.build(tir_mod, target=tgt, pipeline=tir_pipeline)
-            kernels = Kernels(tir_mod, label, tir_pipeline, lib)
+            start = time.perf_counter()
+            with _tir_name(tir_pipeline) as name:
+                lib = t.tirx.build(tir_mod, target=tgt, pipeline=name)
+            kernels = Kernels(tir_mod, label, key, lib, time.perf_counter() - start)
     lib = None if kernels is None else kernels.lib
     device_libs = [m for m in ext_libs if vb._is_device_module(m)]
     host_libs = [m for m in ext_libs if not vb._is_device_module(m)]
@@ -241,6 +419,18 @@ def build(mod, tgt, relax_pipeline, tir_pipeline: str = "default", reuse=()):
             lib.import_module(m)
     executable = vb.VMExecutable(vb._ffi_api.VMLink(builder, tgt, lib, host_libs, params))
     return executable, kernels, reused
+
+
+def _tir_name(tir_pipeline: Any):
+    """A context giving the name ``tirx.build`` takes: TVM's own name as it is, a
+    passlab TIR pipeline registered for the block."""
+    from contextlib import nullcontext
+
+    from passlab._tvm import tir
+
+    if isinstance(tir_pipeline, str):
+        return nullcontext(tir_pipeline)
+    return tir.registered(tir_pipeline.stages, tir_pipeline.owner)
 
 
 # ------------------------------------------------------------------------ object cache
@@ -421,3 +611,33 @@ def _versions() -> tuple[tuple[str, str], ...]:
 def versions() -> dict[str, str]:
     """Versions of TVM, tvm-ffi and passlab (looked up once per process)."""
     return dict(_versions())
+
+
+# ------------------------------------------------------------------------- renaming
+def rename_functions(mod, renames: dict[str, str]):
+    """``mod`` with public functions renamed (``{old: new}``) through their
+    ``global_symbol`` and ``NormalizeGlobalVar``, which also updates every call of them."""
+    t = tvm()
+    funcs = {}
+    for gv, func in mod.functions_items():
+        if gv.name_hint in renames:
+            func = func.with_attr("global_symbol", renames[gv.name_hint])
+        funcs[gv] = func
+    new = t.IRModule(funcs, attrs=mod.attrs, global_infos=mod.global_infos)
+    return relax().transform.NormalizeGlobalVar()(new)
+
+
+def without_symbol(func):
+    """``func`` without its ``global_symbol`` attribute (its public name), to compare two
+    functions that differ only in what they are called."""
+    attrs = func.attrs
+    if attrs is None or "global_symbol" not in attrs:
+        return func
+    return func.without_attr("global_symbol")
+
+
+def called_functions(func) -> set[str]:
+    """Names of the global functions a Relax function refers to (none for other kinds)."""
+    if not is_relax_function(func):
+        return set()
+    return {gv.name_hint for gv in relax().analysis.all_global_vars(func)}

@@ -17,6 +17,12 @@ after_partition     just after partitioning, on the ``Codegen`` functions
 after_fusion        end of ``legalize``: after FuseOps/FuseTIR
 before_lowering     start of ``dataflow_lower``
 after_memory_plan   just after StaticPlanBlockMemory
+tir_before_lowering start of the TIR stage ``s_tir``: scheduled TIR, blocks not lowered yet
+tir_after_lowering  TIR lowered to flat loops and buffers, just before
+                    ``tirx.SplitHostDevice`` (end of ``tirx`` without it)
+codegen             source emitters, functions ``IRModule -> str`` run on the lowered TIR
+                    module after TVM's code generators; their text is recorded in the
+                    trace's ``codegen`` step (``build.source("<backend name>")``)
 ==================  ======================================================================
 
 Phases are positions in the pipeline: a pass there sees (and may change) the whole module.
@@ -66,14 +72,15 @@ __all__ = ["Backend", "apply_backend", "preview", "partition", "PHASES", "Partit
 
 #: Phase names, in pipeline order (see the module docstring for where each runs).
 PHASES: tuple[str, ...] = ("before_partition", "after_partition", "after_fusion",
-                           "before_lowering", "after_memory_plan")
+                           "before_lowering", "after_memory_plan", "tir_before_lowering",
+                           "tir_after_lowering", "codegen")
 
 #: How the partitioned regions are handled in a full build.
 CODEGENS = ("auto", "external", "host", "none")
 
 
 @dataclass(frozen=True)
-class Backend:
+class Backend(_render.Displayable):
     """An accelerator backend: what it takes (patterns) and its passes (by phase).
 
     Parameters
@@ -98,7 +105,10 @@ class Backend:
         TVM derives the codegen from it. Default: the patterns registered under ``name``.
     passes
         ``{phase: [pass, ...]}``; a pass is a TVM pass or a function
-        ``IRModule -> IRModule``. Phases: :data:`PHASES`.
+        ``IRModule -> IRModule`` (TIR phases get the module of PrimFuncs). Phases:
+        :data:`PHASES`. ``"codegen"`` takes source emitters instead: functions
+        ``IRModule -> str`` whose text the build records next to TVM's generated code,
+        under the backend's name.
     codegen
         How a full build handles the partitioned regions: ``"external"`` runs TVM's
         ``RunCodegen`` (needs a registered ``relax.ext.<name>``), ``"host"`` inlines the
@@ -199,9 +209,6 @@ class Backend:
         title, header, rows = self._table()
         return _render.html_table(header, rows, caption=title)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
-
     def __repr__(self) -> str:
         items = self.patterns or (self.name,)
         n = ", ".join(repr(i) if isinstance(i, str) else repr(str(getattr(i, "name", None) or i[0]))
@@ -226,6 +233,10 @@ def _normalize_passes(passes: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         if _tvm.is_pass(ps) or callable(ps):
             ps = (ps,)
         for p in ps:
+            if phase == "codegen" and (_tvm.is_pass(p) or not callable(p)):
+                raise TypeError(f"phase 'codegen' takes source emitters, functions "
+                                f"IRModule -> str, not {type(p).__name__}; a TVM pass "
+                                "belongs in a TIR phase (tir_after_lowering)")
             if not (_tvm.is_pass(p) or callable(p)):
                 raise TypeError(f"a pass of phase {phase!r} must be a TVM pass or a function "
                                 f"IRModule -> IRModule, not {type(p).__name__}")
@@ -318,13 +329,16 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
     pipe = pipeline if pipeline is not None else Pipeline.default(target)
     full, si, cut = _backend_pipeline.insert_entries(pipe, b, offload=False)
     stages = full.stages[:si] + (Stage(full.stages[si].name, full.stages[si].passes[:cut + 1]),)
-    short = dataclasses.replace(full, stages=stages)
+    short = dataclasses.replace(full, stages=stages, tir_stages=())  # no TIR stage runs
     run = RecordedRun(short, mod)
     try:
         with run:
             out = run.relax_pass()(mod)
     except BaseException as exc:
-        raise run.error(exc) from exc
+        err = run.error(exc)
+        if err is exc:  # Ctrl-C: the KeyboardInterrupt itself, .trace attached
+            raise
+        raise err from exc
     found = _backend_passes.unmatched_message(b, out)
     if found:
         warnings.warn(found, PartitionWarning, stacklevel=2)

@@ -53,15 +53,7 @@ def with_entry_as_main(mod: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def _rename(mod: Any, renames: Mapping[str, str]) -> Any:
-    relax = _tvm.relax()
-    tvm = _tvm.tvm()
-    funcs = {}
-    for gv, func in mod.functions_items():
-        if gv.name_hint in renames:
-            func = func.with_attr("global_symbol", renames[gv.name_hint])
-        funcs[gv] = func
-    new = tvm.IRModule(funcs, attrs=mod.attrs, global_infos=mod.global_infos)
-    return relax.transform.NormalizeGlobalVar()(new)
+    return _tvm.rename_functions(mod, dict(renames))
 
 
 def partition_module(mod: Any, patterns: list[Any], merge: bool = True) -> Any:

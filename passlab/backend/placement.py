@@ -18,7 +18,7 @@ from passlab.backend.passes import inline_regions, partition_module
 from passlab.pipeline import PassEntry, Pipeline, Stage, _user_entry
 
 
-def _codegen_pass(b: Any) -> tuple[str, Callable[[Any], Any], str]:
+def _codegen_pass(b: Any) -> tuple[str, Callable[[Any], Any] | None, str]:
     mode = b.codegen
     if mode == "auto":
         mode = "external" if b.codegen_registered() else "host"
@@ -84,4 +84,33 @@ def insert_entries(pipe: Pipeline, b: Any, offload: bool) -> tuple[Pipeline, int
                              "this pipeline does not run")
         fin[pos + 1:pos + 1] = _entries(b, "after_memory_plan")
         stages[fi] = Stage(stages[fi].name, tuple(fin))
-    return dataclasses.replace(pipe, stages=tuple(stages)), li, cut
+    out = dataclasses.replace(pipe, stages=tuple(stages))
+    return _tir_entries(out, b), li, cut
+
+
+def _tir_entries(pipe: Pipeline, b: Any) -> Pipeline:
+    """The TIR phases: ``tir_before_lowering`` at the start of ``s_tir``,
+    ``tir_after_lowering`` before ``tirx.SplitHostDevice``, ``codegen`` emitters named
+    after the backend (``build.source(b.name)``)."""
+    tir = {s.name: list(s.passes) for s in pipe.tir_stages}
+    for phase, stage in (("tir_before_lowering", "s_tir"), ("tir_after_lowering", "tirx"),
+                         ("codegen", "codegen")):
+        if b.phase(phase) and stage not in tir:
+            raise ValueError(f"phase {phase!r} needs the TIR stage {stage!r}, which this "
+                             f"pipeline does not have (TIR stages: "
+                             f"{', '.join(tir) or 'none'})")
+    if b.phase("tir_before_lowering"):
+        tir["s_tir"][0:0] = _entries(b, "tir_before_lowering")
+    if b.phase("tir_after_lowering"):
+        lowered = tir["tirx"]
+        pos = next((i for i, e in enumerate(lowered) if e.name == "tirx.SplitHostDevice"),
+                   len(lowered))
+        lowered[pos:pos] = _entries(b, "tir_after_lowering")
+    emitters = b.phase("codegen")
+    for i, fn in enumerate(emitters):
+        name = b.name if len(emitters) == 1 else f"{b.name}.{i}"
+        tir["codegen"].append(_user_entry(fn, name, f"backend {b.name}: codegen"))
+    if not any(b.phase(p) for p in ("tir_before_lowering", "tir_after_lowering", "codegen")):
+        return pipe
+    return dataclasses.replace(pipe, tir_stages=tuple(
+        Stage(s.name, tuple(tir[s.name])) for s in pipe.tir_stages))

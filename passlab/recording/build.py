@@ -17,12 +17,15 @@ from functools import cached_property
 from typing import Any
 
 from passlab import _tvm
-from passlab.errors import BuildError, CheckError
+from passlab._tvm.codegen import codegen_status, runnable
+from passlab._tvm.tir import TIR_ROOT
+from passlab.errors import BuildError, CheckError, DeviceUnavailableError, UserPassError
 from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
+from passlab.recording.codegen import GeneratedCode, codegen_step
 from passlab.recording.run import RecordedRun
-from passlab.recording.trace import Trace
+from passlab.recording.trace import Step, Trace
 
 __all__ = ["build", "record", "Recording", "Build", "BuildError", "as_module", "max_abs_diff"]
 
@@ -46,7 +49,7 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 
 
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
-          tir_pipeline: str = "default", reuse: Build | Sequence[Build] = (),
+          tir_pipeline: str | None = None, reuse: Build | Sequence[Build] = (),
           checks: Sequence[Any] = (), progress: bool | Callable[[str, int], None] = False
           ) -> Build:
     """Build ``model`` with ``pipeline`` while recording every pass.
@@ -60,6 +63,10 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         or a variant name ("fused", "build").
     target
         Only needed without a pipeline; the pipeline carries its target.
+    tir_pipeline
+        None (default): the pipeline's own TIR stages (edits included), registered with
+        TVM under a fresh name for this build. A string: a TIR pipeline TVM has
+        registered under that name ("default", "s_tir", ...), run instead.
     reuse
         Earlier builds whose compiled kernels may be reused: when the Relax pipeline ends
         in a TIR module structurally equal to one of theirs, the TIR pipeline and codegen
@@ -102,14 +109,18 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     if progress is True:
         from passlab.recording.progress import Progress
 
-        bar = Progress(f"building with {len(pipe)} Relax passes for {pipe.target}")
-    run = RecordedRun(pipe, mod, progress=bar if bar is not None else (progress or None),
+        bar = Progress(f"building with {len(pipe.relax_passes)} Relax and "
+                       f"{len(pipe.tir_passes)} TIR passes for {pipe.target}")
+    callback = bar if bar is not None else (progress if callable(progress) else None)
+    run = RecordedRun(pipe, mod, progress=callback,
                       config=context_config(checks) if checks else None)
     earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
     start = time.perf_counter()
     try:
         with run:
-            executable, kernels, reused = _tvm.build(mod, tgt, run.relax_pass(), tir_pipeline,
+            tir = run.tir_pipeline() if tir_pipeline is None and pipe.tir_stages \
+                else (tir_pipeline or "default")
+            executable, kernels, reused = _tvm.build(mod, tgt, run.relax_pass(), tir,
                                                      [b._kernels for b in earlier])
     except BaseException as exc:
         trace = run.trace(exc)
@@ -117,10 +128,25 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
             bar.close(f"failed after {len(trace)} pass calls")
         found = _violations(trace, checks) if isinstance(exc, Exception) else ()
         extra = ("\nChecks:\n" + "\n".join(v.to_text() for v in found)) if found else ""
-        raise run.error(exc, trace, extra) from exc
+        status = codegen_status(tgt.kind.name)
+        if trace.failure is not None and trace.failure.where == "codegen" \
+                and status != "available":
+            extra += (f"\nCode generation for {tgt.kind.name!r} is {status}; every pass up "
+                      "to it is recorded in .trace.")
+        err = run.error(exc, trace, extra)
+        if err is exc:  # Ctrl-C in a TVM pass: the KeyboardInterrupt itself, .trace attached
+            raise
+        raise err from exc
     trace = run.trace(**_reuse_meta(reused))
+    calls = len(trace)  # pass calls; the codegen step is not one
+    try:
+        trace = _with_codegen(trace, kernels, tgt, pipe)
+    except Exception as exc:  # a user's source emitter failed
+        if bar is not None:
+            bar.close("failed in codegen")
+        raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
     if bar is not None:
-        bar.close(f"done: {len(trace)} pass calls recorded")
+        bar.close(f"done: {calls} pass calls recorded")
     found = _violations(trace, checks)
     broken = [v for v in found if not v.check.endswith("(user passes)")]
     if broken:
@@ -128,6 +154,36 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     for v in found:  # the implicit check after user passes warns on a successful build
         warnings.warn(v.to_text(), RuntimeWarning, stacklevel=2)
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
+
+
+def _with_codegen(trace: Trace, kernels: Any, tgt: Any, pipe: Pipeline) -> Trace:
+    """``trace`` with its final ``codegen`` step: what the target produced, and the text
+    of the pipeline's source emitters (its ``codegen`` stage), run on the lowered TIR
+    module. Reused kernels bring the code of the build that compiled them."""
+    if kernels is None:
+        return trace
+    root = next((s for s in trace if s.name == TIR_ROOT and s.after is not None), None)
+    lowered = root.after if root is not None else kernels.tir_mod
+    if kernels.code is None:
+        emitted = {}
+        for e in pipe.emitters:
+            text = e.pass_(lowered)
+            if not isinstance(text, str):
+                raise UserPassError(
+                    f"source emitter {e.name!r} (codegen stage) returned "
+                    f"{type(text).__name__}, not str; an emitter returns the source text "
+                    "it generates for the lowered TIR module")
+            emitted[e.name] = text
+        names = tuple(gv.name_hint for gv in kernels.tir_mod.get_global_vars())
+        kernels.code = GeneratedCode(tgt.kind.name, names, kernels.lib, emitted=emitted,
+                                     module=lowered)
+    tir_seconds = sum(s.seconds or 0.0 for s in trace if s.depth == 0 and s.level == "tir")
+    seconds = 0.0 if trace.kernels_reused else max(0.0, kernels.seconds - tir_seconds)
+    # reused kernels: the module their build lowered (this trace ran no TIR pipeline)
+    module = kernels.code.module if kernels.code.module is not None else lowered
+    step = codegen_step(Step, len(trace), module, kernels.code,
+                        trace[0]._hash, seconds)
+    return Trace([*trace, step], trace._meta, adopt=True)
 
 
 def _reuse_meta(reused: bool) -> dict[str, Any]:
@@ -199,7 +255,28 @@ class Build:
 
     @cached_property
     def vm(self):
+        why = runnable(_tvm.target(self.pipeline.target).kind.name)
+        if why is not None:
+            raise DeviceUnavailableError(f"cannot run this {self.pipeline.target!r} build: {why}")
         return _tvm.virtual_machine(self.executable)
+
+    def source(self, kind: str | None = None, kernel: str | None = None) -> str:
+        """What the target generated: ``kind`` "llvm" (LLVM IR), "asm", "c", "cuda"
+        (also "opencl", "metal", "webgpu" ...; default the target's main one, see
+        ``trace.code.kinds``); with ``kernel``, only that TIR kernel's functions.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> b = passlab.build(passlab.models.mlp())
+        >>> "define" in b.source("llvm", kernel="fused_matmul_add_relu")
+        True
+        """
+        code = self.trace.code
+        if code is None:
+            raise ValueError("this build has no generated code: its module has no TIR "
+                             "kernels to compile")
+        return code.text(kind) if kernel is None else code.kernel(kernel, kind or code.main_kind)
 
     @property
     def entry(self) -> str:

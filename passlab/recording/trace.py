@@ -8,19 +8,23 @@ per-function structural hash that skips tensor content, cached by object identit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, overload
+from typing import Any
 
 from passlab import _render, _tvm
+from passlab._sequence import NamedSequence
+from passlab._tvm.tir import CODEGEN, TIR_OTHER, TIR_ROOT, TIR_STAGES
 from passlab.errors import unknown
 
 __all__ = ["Step", "Trace", "Changes", "Failure"]
 
 #: Conveniences served by higher layers (``save``, ``dump``, ``reproducer``: :mod:`passlab.io`;
-#: ``report``: :mod:`passlab.views.report`), registered by ``passlab/__init__.py`` so that
-#: this module never imports upwards.
+#: ``report``: :mod:`passlab.views.report`; ``explain``, ``card_summary``:
+#: :mod:`passlab.analysis.explain`), registered by ``passlab/__init__.py`` so that this
+#: module never imports upwards.
 _UPPER: dict[str, Callable[..., Any]] = {}
 
 #: Step kinds. "pass": a pass of the coherent main chain (its ``after`` is, most of the
@@ -70,6 +74,8 @@ class _HashCache:
         self._hash = _tvm.ObjectCache(_tvm.function_hash)
         self.module_stats = _tvm.ObjectCache(_module_stats)
         """(Relax functions, Relax bindings, PrimFuncs) of a module (0s for None)."""
+        self.owner: Callable[[], Trace | None] | None = None
+        """Weak reference to the trace these steps belong to (see :meth:`Step.owner`)."""
 
     def __call__(self, func: Any) -> int:
         return self._hash(func)
@@ -100,13 +106,15 @@ def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
 
 
 @dataclass(frozen=True, eq=False)
-class Step:
+class Step(_render.Displayable):
     """One pass call of a recorded build.
 
     ``before`` and ``after`` are the IRModules the pass received and returned (``after``
     is None when the pass failed). ``depth`` is the nesting depth (0 for a top-level
     pass), ``parent`` the index of the enclosing step, ``stage`` the pipeline stage
-    ("legalize", ..., or "tir" for TVM's TIR pipeline and codegen).
+    ("legalize", ..., the TIR stages "s_tir", "tirx", "host_finalize",
+    "device_finalize", "tir" for the steps TVM runs around them, "codegen" for the final
+    step holding the generated code; ``level`` groups them).
     """
 
     index: int
@@ -122,6 +130,21 @@ class Step:
     after: Any = field(repr=False)
     failed: bool = False
     _hash: _HashCache = field(default_factory=_HashCache, repr=False)
+    caught: bool = False
+    """The pass failed and the code that called it (e.g. a user pass) caught the error
+    and went on: ``failed`` is True, the build did not fail."""
+    code: Any = field(default=None, repr=False)
+    """For the final ``codegen`` step: what the target produced (a
+    :class:`passlab.recording.codegen.GeneratedCode`); None for passes."""
+
+    @property
+    def level(self) -> str:
+        """"relax" for the Relax pipeline's steps, "tir" for TVM's TIR pipeline (its
+        stages s_tir, tirx, host_finalize, device_finalize, and the steps around them),
+        "codegen" for the generated code."""
+        if self.stage == CODEGEN:
+            return "codegen"
+        return "tir" if self.stage == TIR_OTHER or self.stage in TIR_STAGES else "relax"
 
     @cached_property
     def functions_changed(self) -> Changes:
@@ -147,6 +170,27 @@ class Step:
     def label(self) -> str:
         return self.name if self.occurrence == 0 else f"{self.name}#{self.occurrence}"
 
+    @property
+    def owner(self) -> Trace | None:
+        """The trace this step was recorded (or loaded) in, while that trace is alive;
+        ``passlab.reproducer(step)`` takes the target and user passes from it."""
+        ref = self._hash.owner
+        return None if ref is None else ref()
+
+    def explain(self) -> Any:
+        """What this pass does (its card) and what it changed here, in one sentence with
+        the real numbers (see :func:`passlab.explain`); a user pass is explained by its
+        own docstring.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> step = passlab.build(passlab.models.mlp()).trace.find("FuseOps")
+        >>> step.explain().sentence
+        'FuseOps grouped 5 kernel calls into 2 fused functions (fused_matmul_add_relu, fused_matmul1_add1); 2 calls stay unfused.'
+        """
+        return _UPPER["explain"](self)
+
     def row(self) -> dict[str, Any]:
         """This step as one row of the per-pass table (see :data:`ROW_COLUMNS`)."""
         ch = self.functions_changed
@@ -164,7 +208,8 @@ class Step:
 
     def to_text(self) -> str:
         ch = self.functions_changed
-        t = "failed" if self.failed else f"{self.seconds * 1e3:.2f} ms"
+        t = (("failed (caught)" if self.caught else "failed") if self.failed
+             else f"{(self.seconds or 0.0) * 1e3:.2f} ms")
         lines = [f"Step #{self.index} {self.label} (stage {self.stage}, depth {self.depth}, "
                  f"{self.kind}, {self.origin}): {t}"]
         if not ch:
@@ -180,9 +225,6 @@ class Step:
                 (("added", ch.added), ("removed", ch.removed), ("modified", ch.modified))]
         cap = self.to_text().splitlines()[0]
         return _render.html_table(["change", "functions"], rows, caption=cap)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
 
 @dataclass(frozen=True)
@@ -219,7 +261,7 @@ class Failure:
         return out + (f"\n({self.note})" if self.note else "")
 
 
-class Trace(Sequence[Step]):
+class Trace(NamedSequence[Step], _render.Displayable):
     """The recorded passes of a build: a read-only sequence of :class:`Step`.
 
     Examples
@@ -232,32 +274,37 @@ class Trace(Sequence[Step]):
     True
     """
 
-    __slots__ = ("_meta", "_steps")
+    __slots__ = ("__weakref__", "_meta", "_steps")
 
-    def __init__(self, steps: Sequence[Step], meta: dict[str, Any] | None = None):
+    def __init__(self, steps: Sequence[Step], meta: dict[str, Any] | None = None, *,
+                 adopt: bool = False):
         self._steps = tuple(steps)
         self._meta = dict(meta or {})
+        # A trace built from steps becomes their owner unless a living trace already is
+        # (a copy made for a moment must not take them from the build's trace); the
+        # recorder's own finishing steps (a failure, the codegen step, load notes) pass
+        # adopt=True. Filtered views (_sub) never own. Weak: a step never keeps a trace
+        # alive, and no reference cycle is made.
+        for cache in {id(s._hash): s._hash for s in self._steps}.values():
+            current = cache.owner() if cache.owner is not None else None
+            if adopt or current is None:
+                cache.owner = weakref.ref(self)
 
     # ------------------------------------------------------------------- sequence
-    def __len__(self) -> int:
-        return len(self._steps)
+    # by position, slices (a Trace) and pass name (``trace["FuseOps#1"]`` is ``find``)
+    def _items(self) -> tuple[Step, ...]:
+        return self._steps
 
-    def __iter__(self) -> Iterator[Step]:
-        return iter(self._steps)
+    def _by_name(self, name: str) -> Step:
+        return self.find(name)
 
-    @overload
-    def __getitem__(self, i: int) -> Step: ...
-    @overload
-    def __getitem__(self, i: slice) -> Trace: ...
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return self._sub(self._steps[i])
-        if isinstance(i, str):
-            return self.find(i)
-        return self._steps[i]
+    def _slice(self, items: Sequence[Step]) -> Trace:
+        return self._sub(items)
 
     def _sub(self, steps: Sequence[Step]) -> Trace:
-        return Trace(steps, self._meta)
+        view = Trace.__new__(Trace)  # a view: its steps keep belonging to this trace
+        view._steps, view._meta = tuple(steps), dict(self._meta)
+        return view
 
     # ------------------------------------------------------------------- metadata
     @property
@@ -299,6 +346,12 @@ class Trace(Sequence[Step]):
         """The module the build started from."""
         return self._meta.get("input")
 
+    @property
+    def code(self) -> Any:
+        """What the target produced (a :class:`passlab.recording.codegen.GeneratedCode`,
+        from the final ``codegen`` step), or None (a failed build, :func:`record`)."""
+        return next((s.code for s in reversed(self._steps) if s.code is not None), None)
+
     # --------------------------------------------------------------- persistence
     def save(self, path: Any) -> Any:
         """Write the trace to one file (a zip archive, never a pickle) that
@@ -315,10 +368,11 @@ class Trace(Sequence[Step]):
         """
         return _UPPER["save"](self, path)
 
-    def dump(self, folder: Any, *, all_steps: bool = False) -> tuple:
+    def dump(self, folder: Any, *, all_steps: bool = False, overwrite: bool = False) -> tuple:
         """Write numbered TVMScript files, one per changed pass, for diff tools
-        (see :func:`passlab.io.export_dump`)."""
-        return _UPPER["dump"](self, folder, all_steps=all_steps)
+        (see :func:`passlab.io.export_dump`: only an earlier dump's files are replaced;
+        a folder holding other files needs ``overwrite=True``)."""
+        return _UPPER["dump"](self, folder, all_steps=all_steps, overwrite=overwrite)
 
     def reproducer(self, step: Step | None = None, *, module: str = "auto") -> Any:
         """A script that re-runs the failing pass (or ``step``) on its recorded input
@@ -399,22 +453,31 @@ class Trace(Sequence[Step]):
         return self.filter(lambda s: s.parent == step.index)
 
     # ------------------------------------------------------------------- views
-    def to_dataframe(self):
-        """One row per step (pandas DataFrame indexed by step index)."""
+    def to_dataframe(self, explain: bool = False):
+        """One row per step (pandas DataFrame indexed by step index); ``explain`` adds a
+        ``summary`` column: the one-sentence card of each pass (see :func:`passlab.explain`)."""
         import pandas as pd
 
-        return pd.DataFrame([s.row() for s in self._steps], columns=list(ROW_COLUMNS)).set_index("index")
+        columns = list(ROW_COLUMNS) + (["summary"] if explain else [])
+        rows = [s.row() for s in self._steps]
+        if explain:
+            for r in rows:
+                r["summary"] = _UPPER["card_summary"](r["name"])
+        return pd.DataFrame(rows, columns=columns).set_index("index")
 
-    def _table(self, all_steps: bool) -> tuple[list[str], list[list[str]], list[str], int]:
+    def _table(self, all_steps: bool, explain: bool = False
+               ) -> tuple[list[str], list[list[str]], list[str], int]:
         steps = self._steps if all_steps else [s for s in self._steps if s.kind == "pass" or s.failed]
-        header = ["#", "pass", "stage", "ms", "changed", "functions"]
+        header = ["#", "pass", "stage", "ms", "changed", "functions"] + (["what it does"] if explain else [])
         rows, classes = [], []
         for s in steps:
             ch = s.functions_changed
-            ms = "failed" if s.failed else f"{s.seconds * 1e3:.2f}"
+            ms = (("failed (caught)" if s.caught else "failed") if s.failed
+                  else f"{(s.seconds or 0.0) * 1e3:.2f}")
             indent = "  " * s.depth if all_steps else ""
             rows.append([str(s.index), indent + s.label, s.stage, ms,
-                         "yes" if ch else "", ch.summary()])
+                         "yes" if ch else "", ch.summary()]
+                        + ([_UPPER["card_summary"](s.name)] if explain else []))
             classes.append("failed" if s.failed else "user" if s.origin == "user"
                            else "inner" if s.kind == "inner" else "" if ch else "same")
         return header, rows, classes, len(self._steps) - len(steps)
@@ -430,25 +493,24 @@ class Trace(Sequence[Step]):
             out += "\nFAILED: " + self.failure.to_text()
         return out
 
-    def to_text(self, all_steps: bool = False) -> str:
-        header, rows, _, hidden = self._table(all_steps)
+    def to_text(self, all_steps: bool = False, explain: bool = False) -> str:
+        """The pass table; ``explain`` adds what each pass does (its card's summary)."""
+        header, rows, _, hidden = self._table(all_steps, explain)
         out = self.summary() + "\n" + _render.text_table(header, rows)
         if hidden:
             out += f"\n({hidden} wrapper and inner steps hidden: to_text(all_steps=True) shows them)"
         return out
 
-    def to_html(self, path: Any = None, all_steps: bool = False) -> str:
-        """The pass table as HTML; with ``path``, write the static report there instead
-        (see :mod:`passlab.views.report`) and return the path."""
+    def to_html(self, path: Any = None, all_steps: bool = False, explain: bool = False) -> str:
+        """The pass table as HTML (``explain``: with each pass's card summary); with
+        ``path``, write the static report there instead (see :mod:`passlab.views.report`)
+        and return the path."""
         if path is not None:
             return _UPPER["report"](self, path)  # the report is a view over this data
-        header, rows, classes, hidden = self._table(all_steps)
+        header, rows, classes, hidden = self._table(all_steps, explain)
         note = f"{hidden} wrapper and inner steps hidden" if hidden else ""
         return _render.html_table(header, rows, classes, caption=self.summary()) + (
             f'<div class="passlab-note">{_render.esc(note)}</div>' if note else "")
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
     def __repr__(self) -> str:
         fail = ", FAILED" if self.failure is not None else ""
@@ -460,22 +522,26 @@ def from_events(events: Sequence[Any], meta: dict[str, Any], root: str | None = 
     """Turn a recorder's raw events into a Trace (see :mod:`passlab.recording.recorder`)."""
     stage_set, users = set(stage_names), set(user_names)
     hash_cache = _HashCache()
-    containers = _tvm.CONTAINER_NAMES | ({root} if root else set())
+    # the pipeline's Relax pass and its TIR pipeline pass hold the stage Sequentials;
+    # TVM runs the TIR finalize stages at the top level, after the host/device split
+    roots = {root, TIR_ROOT} if root else set()
+    containers = _tvm.CONTAINER_NAMES | roots
     steps: list[Step] = []
     seen: dict[str, int] = {}
     in_tir = False
     for i, ev in enumerate(events):
         parent = steps[ev.parent] if ev.parent is not None else None
+        stage_start = ev.name in stage_set and (
+            parent.name in roots if parent is not None else in_tir)
         if parent is None:
-            in_tir = in_tir or ev.name == "tirx.BindTarget"
-            stage = "tir" if in_tir else "relax"
-        elif parent.name == root and ev.name in stage_set:
+            in_tir = in_tir or ev.name in ("tirx.BindTarget", TIR_ROOT)
+            stage = ev.name if stage_start else "tir" if in_tir else "relax"
+        elif stage_start:
             stage = ev.name
         else:
             stage = parent.stage
         under_containers = parent is None or parent.kind == "container"
-        is_container = ev.name in containers or (parent is not None and parent.name == root
-                                                 and ev.name in stage_set)
+        is_container = ev.name in containers or stage_start
         kind = ("container" if is_container else "pass") if under_containers else "inner"
         origin = "user" if kind == "pass" and ev.name in users and stage in stage_set else "tvm"
         occ = seen.get(ev.name, 0)
@@ -484,5 +550,6 @@ def from_events(events: Sequence[Any], meta: dict[str, Any], root: str | None = 
         steps.append(Step(
             i, ev.name, ev.depth, ev.parent, stage, kind, origin, occ,
             None if failed else ev.end - ev.start, ev.before, ev.after, failed, hash_cache,
+            caught=bool(getattr(ev, "caught", False)),
         ))
     return Trace(steps, meta)

@@ -137,7 +137,7 @@ class Rerun(Build):
             start = chain[-1].index + 1 if chain else 0
         tail = self.original.trace.filter(lambda s: s.index >= start)
         if self.trace.kernels_reused:  # identical kernels: the TIR part was not run again
-            tail = tail.filter(lambda s: s.stage != "tir")
+            tail = tail.filter(lambda s: s.level != "tir")  # the codegen step is in both
         return compare(tail, self.trace, names=("original", "rerun"))
 
     def __repr__(self) -> str:
@@ -205,5 +205,5 @@ def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
         original.module, new_pipeline, resumed.trace, resumed.executable, resumed.seconds,
         resumed._kernels, original=original, resumed_position=first,
         resumed_pass=new_entries[first].name if first < len(new_entries) else None,
-        resumed_step=step, snapshot=snapshot, reused=k,
+        resumed_step=step, snapshot=snapshot, reused=min(k, len(chain)),
     )

@@ -1,0 +1,237 @@
+"""Generated code as part of the trace: the final ``codegen`` step of a build.
+
+After the TIR pipeline, TVM's code generators turn the lowered module into a runtime
+module: LLVM IR and assembly for llvm, C for c, CUDA C (OpenCL, Metal, WGSL ...) for GPU
+targets, beside the host code that launches the kernels. :class:`GeneratedCode` holds
+that text, per source kind and, where the text can be split into functions, per TIR
+kernel, so that a view can show a kernel's generated code next to its TIR.
+
+Text is read from the runtime module on first use (LLVM IR of a ResNet is megabytes),
+and kept once read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from passlab import _render, _tvm
+from passlab._tvm import codegen as _codegen
+from passlab.errors import unknown
+
+__all__ = ["GeneratedCode", "TargetSupport", "codegen_step", "targets"]
+
+#: Lines of one source shown in text and HTML views before "shown N of M".
+MAX_LINES = 400
+
+
+class GeneratedCode(_render.Displayable):
+    """What a target produced for one build.
+
+    ``target_kind`` is the target's kind ("llvm", "cuda", ...), ``kernels`` the TIR
+    kernels (PrimFunc names) that were compiled. :meth:`text` gives one source kind in
+    full, :meth:`kernel` the code of one kernel (its functions in every kind, or in one).
+
+    Examples
+    --------
+    >>> import passlab
+    >>> code = passlab.build(passlab.models.mlp()).trace.code
+    >>> code.kinds, code.main_kind
+    (('llvm', 'asm'), 'llvm')
+    >>> code.kernel("fused_matmul_add_relu", "llvm").splitlines()[0][:7]
+    'define '
+    """
+
+    __slots__ = ("_emitted", "_later", "_lib", "_sources", "_split", "kernels", "module",
+                 "target_kind")
+
+    def __init__(self, target_kind: str, kernels: tuple[str, ...] = (), lib: Any = None,
+                 sources: Mapping[str, str] | None = None,
+                 emitted: Mapping[str, str] | None = None, module: Any = None) -> None:
+        self.target_kind = target_kind
+        self.module = module  # the lowered TIR module the code was generated from
+        self.kernels = tuple(kernels)
+        self._lib = lib
+        self._sources = None if sources is None else dict(sources)
+        self._later: dict[str, Any] = {}  # expensive kinds (assembly), read when asked for
+        self._emitted = dict(emitted or {})
+        self._split: dict[str, dict[str, str]] = {}
+
+    # -------------------------------------------------------------------- sources
+    def _read(self) -> dict[str, str]:
+        if self._sources is None:
+            if self._lib is not None:
+                self._sources, self._later = _codegen.sources(self._lib)
+            else:
+                self._sources = {}
+            self._lib = None  # the text (and readers of the rest) is all that is needed
+        return self._sources
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """``{kind: text}`` of every kind: the code generators' output (assembly is
+        generated here if no one asked for it yet: seconds for a large model), then
+        the user's emitters' (the ``codegen`` stage of the pipeline), under their names."""
+        for kind in list(self._later):
+            self.text(kind)
+        return {**self._read(), **self._emitted}
+
+    def read_sources(self) -> dict[str, str]:
+        """The kinds read so far (all but assembly nobody asked for): what a saved trace
+        keeps without generating assembly."""
+        return {**self._read(), **self._emitted}
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The source kinds there are, e.g. ("llvm", "asm") or ("llvm", "asm", "cuda")."""
+        texts = self._read()
+        found = [*texts, *self._later]
+        host = [k for k in ("llvm", "asm", "c") if k in found]  # host code first
+        return tuple(dict.fromkeys([*host, *found, *self._emitted]))
+
+    @property
+    def main_kind(self) -> str:
+        """The kind a target is mainly about: its device code for GPU targets ("cuda"),
+        "llvm" for llvm, "c" for c."""
+        kinds = self.kinds
+        main = _codegen.MAIN_KIND.get(self.target_kind, self.target_kind)
+        return main if main in kinds else (kinds[0] if kinds else main)
+
+    def text(self, kind: str | None = None) -> str:
+        """The whole source of ``kind`` (default :attr:`main_kind`)."""
+        kind = kind or self.main_kind
+        texts = self._read()
+        if kind in self._later:
+            texts[kind] = self._later.pop(kind)()
+        if kind in self._emitted:
+            return self._emitted[kind]
+        if kind not in texts:
+            raise unknown("source kind", kind, self.kinds,
+                          extra=f"(what the {self.target_kind} target produced)")
+        return texts[kind]
+
+    def functions(self, kind: str | None = None) -> dict[str, str]:
+        """``{symbol: text}`` of the function definitions in one source kind."""
+        kind = kind or self.main_kind
+        if kind not in self._split:
+            self._split[kind] = _codegen.split_functions(self.text(kind), kind)
+        return self._split[kind]
+
+    def kernel(self, name: str, kind: str | None = None) -> str:
+        """The generated code of TIR kernel ``name``: its functions (the kernel itself,
+        the packed wrapper, a GPU target's device kernels) in ``kind``, or in every kind
+        that has some, each under a ``// <kind>`` heading. Empty when none was found."""
+        kinds = [kind] if kind is not None else list(self.kinds)
+        parts = []
+        for k in kinds:
+            found = [text for sym, text in self.functions(k).items()
+                     if _codegen.kernel_of(sym, self.kernels) == name]
+            if found and kind is not None:
+                return "\n\n".join(found)
+            if found:
+                parts.append(f"// {k}\n" + "\n\n".join(found))
+        return "\n\n".join(parts)
+
+    def per_kernel(self, kind: str | None = None) -> dict[str, str]:
+        """``{kernel: code}`` for every compiled kernel that has code in ``kind``."""
+        out = {k: self.kernel(k, kind or self.main_kind) for k in self.kernels}
+        return {k: v for k, v in out.items() if v}
+
+    # ---------------------------------------------------------------------- views
+    def summary(self) -> str:
+        main = self.main_kind
+        lines = (f", {main}: {len(self.text(main).splitlines())} lines"
+                 if main in self.kinds else "")
+        return (f"Generated code for {self.target_kind}, {len(self.kernels)} kernels "
+                f"({', '.join(self.kinds) or 'no source'}{lines})")
+
+    def to_text(self, kind: str | None = None, max_lines: int | None = MAX_LINES) -> str:
+        lines = self.text(kind).splitlines() if self.kinds else []
+        shown = lines if max_lines is None else lines[:max_lines]
+        out = self.summary() + "\n" + "\n".join(shown)
+        if len(shown) < len(lines):
+            out += "\n" + _render.shown_note(len(shown), len(lines), "lines")
+        return out
+
+    def to_html(self, kind: str | None = None, max_lines: int | None = MAX_LINES) -> str:
+        if not self.kinds:
+            return f'<div class="passlab-code">{_render.esc(self.summary())}</div>'
+        kind = kind or self.main_kind
+        lines = self.text(kind).splitlines()
+        shown = lines if max_lines is None else lines[:max_lines]
+        note = (f'<div class="passlab-note">{_render.esc(_render.shown_note(len(shown), len(lines), "lines"))}</div>'
+                if len(shown) < len(lines) else "")
+        return (f'<div class="passlab-code"><div class="passlab-caption">'
+                f'{_render.esc(self.summary())}; showing {_render.esc(kind)}</div>'
+                f'<pre data-kind="{_render.esc(kind)}">{_render.esc(chr(10).join(shown))}</pre>'
+                f'{note}</div>')
+
+    def __repr__(self) -> str:
+        return f"<GeneratedCode {self.target_kind}: {len(self.kernels)} kernels>"
+
+
+def codegen_step(step_cls: Any, index: int, module: Any, code: GeneratedCode,
+                 hash_cache: Any, seconds: float) -> Any:
+    """The final step of a trace: ``before`` and ``after`` are the lowered TIR module
+    (unchanged: code generation makes text, not IR), ``code`` what was generated.
+    ``seconds`` is the part of ``tirx.build`` no recorded pass accounts for."""
+    return step_cls(index, "codegen", 0, None, "codegen", "pass", "tvm", 0, seconds,
+                    module, module, False, hash_cache, code=code)
+
+
+class TargetSupport(_render.Displayable):
+    """Which targets this TVM wheel records, compiles and runs on this machine (see
+    :func:`targets`): rows of (kind, Relax pipeline, code generation, runs here)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: tuple[tuple[str, str, str, str], ...]) -> None:
+        self.rows = rows
+
+    def status(self, kind: str) -> str:
+        """"available", or why code generation for ``kind`` is not."""
+        for row in self.rows:
+            if row[0] == kind:
+                return row[2]
+        raise unknown("target kind", kind, tuple(r[0] for r in self.rows))
+
+    @property
+    def available(self) -> tuple[str, ...]:
+        """Target kinds whose code this machine can generate."""
+        return tuple(r[0] for r in self.rows if r[2] == "available")
+
+    _HEADER = ("target", "Relax pipeline", "code generation", "runs here")
+
+    def to_text(self) -> str:
+        return ("Targets of this TVM (recorded and compiled without their hardware where "
+                "code generation is available)\n" + _render.text_table(self._HEADER, self.rows))
+
+    def to_html(self) -> str:
+        return _render.html_table(list(self._HEADER), [list(r) for r in self.rows],
+                                  caption="Targets of this TVM")
+
+    def __repr__(self) -> str:
+        return f"<TargetSupport: {', '.join(self.available)} available>"
+
+
+def targets() -> TargetSupport:
+    """Every target kind passlab has a pipeline for: which Relax pipeline it gets, whether
+    this TVM wheel can generate its code here (no device needed), and whether the result
+    runs on this machine.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> t = passlab.targets()
+    >>> t.status("llvm"), "cuda" in t.available
+    ('available', True)
+    """
+    rows = []
+    for kind in _tvm.SUPPORTED_TARGETS:
+        module = _tvm._BACKENDS.get(kind, "gpu_generic")
+        status = _codegen.codegen_status(kind)
+        why = _codegen.runnable(kind)
+        runs = "yes" if why is None else ("no: C source" if kind == "c" else
+                                          f"no: no {kind} runtime or device")
+        rows.append((kind, module, status, runs))
+    return TargetSupport(tuple(rows))

@@ -8,7 +8,12 @@ snapshot (the fused graph users look at), and times, best of ``--repeat`` runs:
 * ``fused_graph(mod)`` and ``.to_dot()`` (and ``collapse=True``),
 * ``buffers(mod)`` and ``.to_text()``.
 
-Run: ``.venv/bin/python benchmarks/bench_analyses.py [--repeat 5]``
+Then, for every built-in model (``passlab.models.NAMES``), the liveness picture
+``buffers(mod).plot().to_svg()`` (the report computed beforehand) after FuseTIR,
+CallTIRRewrite and StaticPlanBlockMemory, and the before/after picture
+``plot(compare=...)``: target <= 100 ms each.
+
+Run: ``.venv/bin/python benchmarks/bench_analyses.py [--repeat 5] [--only plot]``
 """
 
 from __future__ import annotations
@@ -60,7 +65,31 @@ def best_ms(fn: Callable[[], object], repeat: int) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", choices=("analyses", "plot"), default=None,
+                        help="run one of the two tables")
     args = parser.parse_args(argv)
+    if args.only != "plot":
+        analyses(args)
+    if args.only != "analyses":
+        plots(args)
+
+
+def plots(args: argparse.Namespace) -> None:
+    """plot() per built-in model: one picture per planning regime, and the pair."""
+    stages = ("FuseTIR", "CallTIRRewrite", "StaticPlanBlockMemory")
+    print(f"\n{'model':<22} " + " ".join(f"{s:>22}" for s in stages)
+          + f" {'compare':>9} {'blocks':>7}   (plot().to_svg() ms, best of {args.repeat})")
+    for name in passlab.models.NAMES:
+        snaps = dict(snapshots(passlab.models.by_name(name)))
+        reports = [buffers(snaps[s]) for s in stages]
+        cols = [best_ms(lambda r=r: r.plot().to_svg(), args.repeat) for r in reports]
+        pair = best_ms(lambda: reports[1].plot(compare=reports[2]).to_svg(), args.repeat)
+        blocks = [len(r.plot().panels[0].blocks) for r in reports]
+        print(f"{name:<22} " + " ".join(f"{c:>22.1f}" for c in cols) + f" {pair:>9.1f} "
+              + f"{'/'.join(map(str, blocks)):>7}")
+
+
+def analyses(args: argparse.Namespace) -> None:
     print(f"{'model':<24} {'snapshot':<22} {'bindings':>8} {'graph':>8} {'+dot':>8} "
           f"{'collapse':>9} {'buffers':>8} {'+text':>8}   (ms, best of {args.repeat})")
     for label, make in MODELS.items():

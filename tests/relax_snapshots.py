@@ -12,7 +12,7 @@ from passlab import models
 
 MODELS = {"mlp": models.mlp, "resnet": models.resnet, "transformer": models.transformer,
           "tf12": lambda: models.transformer(layers=12),
-          "dyn": lambda: models.transformer(seq_len="n")}
+          "dyn": lambda: models.transformer(seq_len="n"), "mobilenet": models.mobilenet}
 
 
 @functools.cache

@@ -63,10 +63,22 @@ def test_mlp_after_planning_reports_the_planner_storages():
         ("alloc", ("permute_dims",), "storage"), ("alloc1", ("lv",), "storage1"),
         ("alloc2", ("permute_dims1",), "storage"), ("alloc3", ("gv",), None)]
     assert (r.total_bytes, r.peak_bytes, r.peak_binding) == (2688, 2688, 11)
-    assert r.to_text().splitlines()[:3] == [
-        "buffers of forward: 4 tensors, peak 2688 B at binding 11 (alloc3) of forward",
-        "live at peak: alloc1 (512 B), alloc2 (1024 B), alloc3 (128 B)",
-        "allocations: 3 constant-size, 2688 B"]
+    # after planning the peak counts storages, each live from its first to its last user
+    assert r.planned
+    assert [(a.name, a.bytes, a.first_use, a.last_use) for a in r.storages] == [
+        ("storage", 2048, 1, 12), ("storage1", 512, 5, 12), ("alloc3", 128, 11, 14)]
+    assert [a.name for a in r.peak_storages] == ["storage", "storage1", "alloc3"]
+    assert [t.name for t in r.peak_tensors] == ["alloc1", "alloc2", "alloc3"]
+    assert r.timeline == (0, 2048, 2048, 2048, 2048, 2560, 2560, 2560, 2560, 2560, 2560,
+                          2688, 2688, 128, 128)  # binding 0 allocates, nobody uses it yet
+    assert r.to_text().splitlines()[:4] == [
+        "buffers of forward: 4 tensors in 3 storages, peak 2.6 KiB (2688 B) at binding 11 "
+        "(alloc3) of forward",
+        "live at peak (3 storages, summing to the peak): storage 2.0 KiB [holds alloc2], "
+        "storage1 512 B [holds alloc1], alloc3 128 B",
+        "allocations: 3 constant-size, 2.6 KiB",
+        "peak: the most bytes of storages live at one binding (after memory planning; a "
+        "storage lives from its first to its last user)"]
 
 
 @pytest.mark.parametrize("model, stage, count, total", [
@@ -102,7 +114,9 @@ def test_dynamic_transformer_after_planning_is_partial_without_bounds():
         (None, "256 * n"), (None, "256 * n"), (None, "768 * n")]
     assert [a.bytes for a in r.allocations] == [49152, 32768]
     assert r["alloc"].bytes is None and r["alloc"].size == "256 * n"
-    assert "peak >= 81920 B" in r.to_text() and "pass bounds={'n': ...}" in r.to_text()
+    assert "peak >= 80.0 KiB (81920 B)" in r.to_text()
+    assert "pass bounds={'n': ...}" in r.to_text()
+    assert r.symbols == ("n",)
     assert repr(r).endswith("peak_bytes>=81920)")
 
 
@@ -117,6 +131,47 @@ def test_bounds_evaluate_symbolic_sizes():
     static = buffers(snapshots("transformer")["CallTIRRewrite"])
     assert (dyn.total_bytes, dyn.peak_bytes) == (static.total_bytes, static.peak_bytes)
     assert len(dyn.allocations) + len(dyn.dynamic_allocations) == len(static.allocations)
+
+
+# ------------------------------------------------------- the peak adds up, everywhere
+def _listed(r: BufferReport) -> int:
+    """The bytes of what the report lists as live at the peak."""
+    items = r.peak_storages if r.planned else r.peak_tensors
+    return sum(x.bytes or 0 for x in items)
+
+
+@pytest.mark.parametrize("model", [
+    "mlp", "transformer", "dyn",
+    pytest.param("resnet", marks=pytest.mark.slow),
+    pytest.param("mobilenet", marks=pytest.mark.slow)])
+def test_peak_equals_the_sum_of_what_is_live_at_the_peak(model):
+    """Every snapshot of the CPU pipeline with a Relax function, before and after planning
+    (and the symbolic model with and without bounds)."""
+    planned = unplanned = 0
+    for name, mod in snapshots(model).items():
+        for bounds in ([None, {"n": 64}] if model == "dyn" else [None]):
+            r = buffers(mod, bounds=bounds)
+            assert _listed(r) == r.peak_bytes, (model, name, bounds)
+            assert r.peak_bytes == max(r.timeline)
+            if r.planned:
+                planned += 1
+                assert {t.storage or t.name for t in r.peak_tensors} <= {
+                    a.name for a in r.peak_storages}
+            else:
+                unplanned += 1
+                assert r.peak_storages == ()
+            if name == "StaticPlanBlockMemory":
+                assert r.planned
+            if name in ("FuseTIR", "CallTIRRewrite"):
+                assert not r.planned
+    assert planned >= 4 and unplanned >= 10
+
+
+def test_peak_text_lists_what_adds_up():
+    r = buffers(snapshots("resnet")["StaticPlanBlockMemory"])
+    assert (r.peak_bytes, [a.bytes for a in r.peak_storages]) == (196608, [65536] * 3)
+    line = r.to_text().splitlines()[1]
+    assert line.startswith("live at peak (3 storages, summing to the peak): storage 64.0 KiB")
 
 
 def test_bad_bounds():
@@ -160,11 +215,15 @@ def test_html_escapes_hostile_names():
 def test_mimebundle_and_dataframe(monkeypatch):
     r = buffers(snapshots("mlp")["StaticPlanBlockMemory"])
     assert r._repr_mimebundle_()["text/html"].count("<table") == 2
+    with_plot = r.to_html(plot=True)
+    assert with_plot.count("<table") == 2 and with_plot.count('class="passlab-bufplot"') == 1
+    assert with_plot.index("<svg") < with_plot.index("<table")  # the picture above the tables
     monkeypatch.setattr(BufferReport, "to_html", lambda self: 1 / 0)
     assert "ZeroDivisionError" in r._repr_mimebundle_()["text/html"]
     df = r.to_dataframe()
     assert list(df["name"]) == ["alloc", "alloc1", "alloc2", "alloc3"]
     assert list(r.to_dataframe("allocations")["bytes"]) == [2048, 512, 128]
+    assert list(r.to_dataframe("allocations")["first_use"]) == [1, 5, 11]
 
 
 def test_bad_input():

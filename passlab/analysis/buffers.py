@@ -10,11 +10,17 @@ CallTIRRewrite) an ``alloc_tensor`` a kernel writes into. ``R.reshape`` and
 as its aliases. Parameters (inputs, weights) and constants are not temporaries.
 
 A tensor lives from the binding that creates it to the last binding that reads or writes
-it (the function's return counts as binding ``len(bindings)``). The *peak* is the largest
-sum, over bindings, of the bytes of memory blocks alive there: each tensor on its own
-before planning; after ``StaticPlanBlockMemory`` each ``alloc_storage`` (alive from its
-allocation to the last use of any tensor placed in it) plus the outputs'
-``alloc_tensor``.
+it (the function's return counts as binding ``len(bindings)``).
+
+The peak (one definition, two regimes)
+--------------------------------------
+* Before memory planning: the most bytes of *tensors* live at one binding.
+  ``peak_tensors`` lists exactly the tensors live there; their bytes sum to ``peak_bytes``.
+* After ``StaticPlanBlockMemory``: the most bytes of *storages* live at one binding, a
+  storage being live from its first to its last user (the first and last binding of any
+  tensor placed in it); an output's ``builtin.alloc_tensor`` is its own storage.
+  ``peak_storages`` lists exactly the storages live there; their bytes sum to
+  ``peak_bytes``; ``peak_tensors`` are the tensors live there, each inside one of them.
 
 Examples
 --------
@@ -22,71 +28,39 @@ Examples
 >>> report = buffers(passlab.models.mlp())
 >>> report.peak_bytes, [t.name for t in report.peak_tensors]
 (2560, ['permute_dims', 'matmul'])
+>>> sum(t.bytes for t in report.peak_tensors)
+2560
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from passlab import _render
+from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
+from passlab.analysis._liveness import Allocation, Tensor, _analyse, _peak_storages, _Result
 
-__all__ = ["buffers", "BufferReport", "Tensor", "Allocation"]
+__all__ = ["buffers", "BufferReport", "Tensor", "Allocation", "PEAK_DEFINITION"]
 
-_COUNTED = (_ir.ALLOC_STORAGE, _ir.ALLOC_TENSOR)  # what estimate_memory_usage counts
+#: How the peak is defined, in words shown by every view (report, explorer, plot).
+PEAK_DEFINITION = {
+    False: "peak: the most bytes of tensors live at one binding (a tensor lives from the "
+           "binding that creates it to its last use)",
+    True: "peak: the most bytes of storages live at one binding (after memory planning; a "
+          "storage lives from its first to its last user)",
+}
 
-
-@dataclass(frozen=True)
-class Tensor:
-    """One tensor of a function: who makes it, who reads it, its size and live range.
-
-    ``bytes`` is ``None`` when the size is symbolic and no bound was given; ``size`` is
-    always the size as text (``"256 * n"``). ``defined``, ``first_use`` and ``last_use``
-    are binding indices of ``function``.
-    """
-
-    name: str
-    function: str
-    kind: str  # intermediate, output, input, weight
-    producer: str
-    consumers: tuple[str, ...]
-    shape: tuple[int | str, ...] | None
-    dtype: str
-    bytes: int | None
-    size: str
-    defined: int
-    first_use: int | None
-    last_use: int | None
-    storage: str | None = None
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def shape_text(self) -> str:
-        return "?" if self.shape is None else "x".join(map(str, self.shape)) or "scalar"
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """An explicit allocation: ``R.memory.alloc_storage`` or ``R.builtin.alloc_tensor``."""
-
-    name: str
-    function: str
-    op: str
-    bytes: int | None
-    size: str
-    binding: int
-    tensors: tuple[str, ...]
-    constant: bool = True
 
 
 def _fmt(n: int | None, size: str = "?") -> str:
-    return f"{n} B" if n is not None else f"{size} B"
+    return _render.human_bytes(n) if n is not None else f"{size} B"
 
 
 @dataclass(frozen=True)
-class BufferReport:
+class BufferReport(NamedSequence[Tensor], _render.Displayable):
     """Tensors, allocations and liveness peak of one function or a whole module.
 
     Behaves like a sequence of :class:`Tensor` (``len``, iteration, indexing by position
@@ -97,6 +71,10 @@ class BufferReport:
     ``builtin.alloc_tensor``. Symbolic-size ones are in ``dynamic_allocations``.
     ``peak_bytes`` is a lower bound when ``peak_exact`` is false (symbolic sizes without
     ``bounds``: the unknown sizes count as 0); ``unknown_symbols`` names what is missing.
+
+    The peak is defined in the module docstring (:data:`PEAK_DEFINITION`): ``planned``
+    says which regime applies; the bytes of ``peak_tensors`` (before planning) or of
+    ``peak_storages`` (after planning) always sum to ``peak_bytes``. :meth:`plot` draws it.
     """
 
     functions: tuple[str, ...]
@@ -113,22 +91,27 @@ class BufferReport:
     bindings: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unknown_symbols: tuple[str, ...] = ()
     bounds: tuple[tuple[str, int], ...] = ()
+    planned: bool = False
+    #: after planning: every memory block (storage, or an output's alloc_tensor) with its
+    #: live range, whether ``estimate_memory_usage`` counts it or not; empty before
+    storages: tuple[Allocation, ...] = ()
+    peak_storages: tuple[Allocation, ...] = ()
+    #: per function, the label of the kernel or operator called at each binding ("" if none)
+    binding_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    source: str = ""
+    #: every symbolic dimension the sizes depend on (with or without bounds)
+    symbols: tuple[str, ...] = ()
 
-    def __len__(self) -> int:
-        return len(self.tensors)
+    def _items(self) -> tuple[Tensor, ...]:
+        return self.tensors
 
-    def __iter__(self) -> Iterator[Tensor]:
-        return iter(self.tensors)
-
-    def __getitem__(self, key: int | str) -> Tensor:
-        if isinstance(key, int):
-            return self.tensors[key]
+    def _by_name(self, name: str) -> Tensor:
         for t in self.tensors:
-            if t.name == key or key in t.aliases:
+            if t.name == name or name in t.aliases:
                 return t
         from passlab.errors import unknown
 
-        raise unknown("tensor", key, [t.name for t in self.tensors])
+        raise unknown("tensor", name, [t.name for t in self.tensors])
 
     def __repr__(self) -> str:
         peak = ("=" if self.peak_exact else ">=") + str(self.peak_bytes)
@@ -155,34 +138,60 @@ class BufferReport:
             names = dict(self.bindings)[self.peak_function]
             at = names[self.peak_binding] if self.peak_binding < len(names) else "return"
             where = f" at binding {self.peak_binding} ({at}) of {self.peak_function}"
-        peak = f"peak {self.peak_bytes} B{where}"
+        size = f"{_render.human_bytes(self.peak_bytes)} ({self.peak_bytes} B)"
+        peak = f"peak {size}{where}"
         if not self.peak_exact:
             why = "some sizes are only known at run time"
             if self.unknown_symbols:
                 why = (f"sizes depend on {', '.join(self.unknown_symbols)}; pass bounds={{"
                        + ", ".join(f"{s!r}: ..." for s in self.unknown_symbols) + "}")
-            peak = f"peak >= {self.peak_bytes} B{where} (lower bound: {why})"
-        lines = [f"buffers of {', '.join(self.functions)}: {len(self.tensors)} tensors, {peak}"]
-        if self.peak_tensors:
-            lines.append("live at peak: " + ", ".join(
-                f"{t.name} ({_fmt(t.bytes, t.size)})" for t in self.peak_tensors))
+            peak = f"peak >= {size}{where} (lower bound: {why})"
+        stores = ""
+        if self.planned:
+            n = sum(1 for a in self.storages if a.function == self.peak_function)
+            stores = f" in {n} storage{'s' if n != 1 else ''}"
+        lines = [f"buffers of {', '.join(self.functions)}: {len(self.tensors)} tensors"
+                 f"{stores}, {peak}"]
+        lines += self._live_line()
         known = sum(a.bytes for a in self.allocations if a.bytes is not None)
-        lines.append(f"allocations: {len(self.allocations)} constant-size, {known} B"
+        lines.append(f"allocations: {len(self.allocations)} constant-size, "
+                     f"{_render.human_bytes(known)}"
                      + (f"; {len(self.dynamic_allocations)} symbolic-size"
                         if self.dynamic_allocations else ""))
         if self.bounds:
             lines.append("bounds: " + ", ".join(f"{k}={v}" for k, v in self.bounds))
+        lines.append(PEAK_DEFINITION[self.planned])
         return lines
 
+    def _live_line(self) -> list[str]:
+        """"live at peak": exactly what adds up to the peak (storages after planning)."""
+        if self.planned and self.peak_storages:
+            inside: dict[str, list[str]] = {}
+            for t in self.peak_tensors:
+                inside.setdefault(t.storage or t.name, []).append(t.name)
+            items = [f"{a.name} {_fmt(a.bytes, a.size)}" + (
+                f" [holds {', '.join(inside[a.name])}]"
+                if inside.get(a.name, [a.name]) != [a.name] else "")
+                for a in self.peak_storages]
+            what = f"{len(items)} storage{'s' if len(items) != 1 else ''}"
+        elif self.peak_tensors:
+            items = [f"{t.name} {_fmt(t.bytes, t.size)}" for t in self.peak_tensors]
+            what = f"{len(items)} tensor{'s' if len(items) != 1 else ''}"
+        else:
+            return []
+        return [f"live at peak ({what}, summing to the peak): " + ", ".join(items)]
+
     def _rows(self) -> tuple[list[str], list[list[Any]]]:
-        head = ["tensor", "kind", "producer", "consumers", "shape", "dtype", "bytes", "defined",
-                "first", "last", "storage"]
+        # sizes and live ranges before the long kernel names, so that a narrow view
+        # shows them and only the names need scrolling or wrapping
+        head = ["tensor", "kind", "shape", "dtype", "bytes", "defined", "first", "last",
+                "storage", "producer", "consumers"]
         multi = len(self.functions) > 1
         rows = [[t.name + (f" ({', '.join(t.aliases)})" if t.aliases else ""), t.kind,
-                 t.producer or "-", ", ".join(t.consumers) or "-", t.shape_text, t.dtype,
-                 t.bytes if t.bytes is not None else t.size, t.defined,
+                 t.shape_text, t.dtype, _fmt(t.bytes, t.size), t.defined,
                  "-" if t.first_use is None else t.first_use,
-                 "-" if t.last_use is None else t.last_use, t.storage or "-"]
+                 "-" if t.last_use is None else t.last_use, t.storage or "-",
+                 t.producer or "-", ", ".join(t.consumers) or "-"]
                 for t in self.tensors]
         if multi:
             head.insert(0, "function")
@@ -191,9 +200,10 @@ class BufferReport:
         return head, rows
 
     def _alloc_rows(self) -> tuple[list[str], list[list[Any]]]:
-        head = ["allocation", "function", "op", "bytes", "binding", "tensors"]
-        rows = [[a.name, a.function, _ir.short_op(a.op), a.bytes if a.bytes is not None
-                 else a.size, a.binding, ", ".join(a.tensors)]
+        head = ["allocation", "function", "op", "bytes", "binding", "live", "tensors"]
+        rows = [[a.name, a.function, _ir.short_op(a.op), _fmt(a.bytes, a.size), a.binding,
+                 "-" if a.first_use is None else f"{a.first_use}-{a.last_use}",
+                 ", ".join(a.tensors)]
                 for a in self.allocations + self.dynamic_allocations]
         return head, rows
 
@@ -204,18 +214,25 @@ class BufferReport:
             out += ["", _render.text_table(*self._alloc_rows())]
         return "\n".join(out)
 
-    def to_html(self) -> str:
-        """The same content as :meth:`to_text` as escaped HTML tables."""
+    def to_html(self, plot: bool = False) -> str:
+        """The same content as :meth:`to_text` as escaped HTML tables; ``plot`` puts the
+        liveness picture (:meth:`plot`) between the summary and the tables."""
         lines = self._summary()
         out = [f'<div class="passlab-buffers"><p><b>{_render.esc(lines[0])}</b></p>']
+        if plot:
+            out[1:] = [f'<div class="passlab-note">{_render.esc(s)}</div>' for s in lines[1:]]
+            # the summary above says what the picture's headline would
+            out.append(replace(self.plot(), heading=False).to_html())
+            lines = lines[:1]
         out += [f'<div class="passlab-note">{_render.esc(s)}</div>' for s in lines[1:]]
         peak = {t.name for t in self.peak_tensors}
-        head, rows = self._rows()
+        head, rows = _unbroken(*self._rows())
         classes = ["user" if t.name in peak else "" for t in self.tensors]
         out.append(_render.html_table(head, rows, classes=classes, caption="tensors "
                                       "(highlighted: live at the peak)"))
         if self.allocations or self.dynamic_allocations:
-            out.append(_render.html_table(*self._alloc_rows(), caption="allocations"))
+            out.append(_render.html_table(*_unbroken(*self._alloc_rows()),
+                                          caption="allocations"))
         return "".join(out) + "</div>"
 
     def to_dataframe(self, table: str = "tensors") -> Any:
@@ -228,8 +245,45 @@ class BufferReport:
             raise ValueError(f"table must be one of {sorted(items)}, not {table!r}")
         return pd.DataFrame([dict(vars(x)) for x in items[table]])
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
+    def plot(self, compare: BufferReport | None = None, *, function: str | None = None,
+             names: tuple[str, str] | None = None) -> Any:
+        """The liveness picture: one block per tensor (before planning) or per storage
+        with its tensors inside (after planning), stacked over the bindings in program
+        order; the envelope is the live bytes, the peak is marked.
+
+        Parameters
+        ----------
+        compare : BufferReport, optional
+            A second report (e.g. after StaticPlanBlockMemory) drawn below this one on the
+            same x axis and byte scale, with allocation counts, totals, peaks and what
+            planning saved.
+        function : str, optional
+            The Relax function to draw (default: the one with the peak).
+        names : (str, str), optional
+            Labels of the two reports (default: the passes they come from, else A and B).
+
+        Returns
+        -------
+        BufferPlot
+            Displays as an inline SVG in notebooks; ``to_svg()``, ``to_text()``.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> r = buffers(passlab.models.mlp())
+        >>> r.plot().to_svg().count('<g class="pb-block'), len(r.tensors)  # one block each
+        (7, 7)
+        """
+        from passlab.analysis._buffer_plot import plot
+
+        return plot(self, compare, function=function, names=names,
+                    definitions=PEAK_DEFINITION)
+
+
+def _unbroken(head: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Sizes ("64.0 KiB", "256 * n B") kept on one line where a view lets cells wrap."""
+    k = head.index("bytes")
+    return head, [[*r[:k], str(r[k]).replace(" ", "\u00a0"), *r[k + 1:]] for r in rows]
 
 
 def buffers(
@@ -272,7 +326,9 @@ def buffers(
 
                 raise unknown("symbolic variable", key, known, "bounds names a dimension "
                               "that no analysed tensor has.")
-    return _report([_analyse(w, bounds or {}) for w in walks], names, bounds)
+    symbols = sorted({s for w in walks for v in w.values for s in v.info.size.symbols})
+    source = str(getattr(x, "label", "") or getattr(x, "name", "") or "")
+    return _report([_analyse(w, bounds or {}) for w in walks], names, bounds, source, symbols)
 
 
 def _check_bounds(bounds: Mapping[str, int] | None) -> dict[str, int] | None:
@@ -286,102 +342,18 @@ def _check_bounds(bounds: Mapping[str, int] | None) -> dict[str, int] | None:
     return dict(bounds)
 
 
-@dataclass
-class _Result:
-    walk: _ir.Walk
-    tensors: list[Tensor]
-    params: list[Tensor]
-    allocs: list[Allocation]
-    timeline: list[int]
-    exact: bool
-    live_at: list[list[str]]  # names of the tensors live at each binding
-    unknown: set[str]
-
-
-def _base(v: _ir.Value) -> _ir.Value:
-    while v.view_of is not None:
-        v = v.view_of
-    return v
-
-
-def _analyse(w: _ir.Walk, bounds: Mapping[str, int]) -> _Result:
-    end = len(w.bindings)
-    uses: dict[int, list[int]] = {}
-    readers: dict[int, list[str]] = {}
-    for c in w.calls:
-        for v in c.inputs:
-            b = _base(v)
-            uses.setdefault(id(b), []).append(c.index)
-            readers.setdefault(id(b), []).append(c.label)
-        for v in c.outputs:
-            uses.setdefault(id(_base(v)), []).append(c.index)
-    returned = {id(_base(v)) for v in w.results}
-    for key in returned:
-        uses.setdefault(key, []).append(end)
-
-    views: dict[int, list[str]] = {}
-    placed: dict[int, list[str]] = {}
-    for x in w.values:
-        if x.view_of is not None:
-            views.setdefault(id(_base(x)), []).append(x.display)
-        if x.storage is not None:
-            placed.setdefault(id(x.storage), []).append(x.name)
-    tensors, params, block_end = [], [], {}
-    for v in w.values:
-        if v.view_of is not None or v.kind == "storage":
-            continue
-        u = sorted(set(uses.get(id(v), [])))
-        aliases = tuple(dict.fromkeys(a for a in (*v.aliases, *views.get(id(v), ()))
-                                      if a != v.name))
-        kind = v.kind if v.kind in ("input", "weight") else (
-            "output" if id(v) in returned else "intermediate")
-        t = Tensor(v.name, w.function, kind, v.producer.label if v.producer else "",
-                   tuple(dict.fromkeys(readers.get(id(v), []))), v.info.shape, v.info.dtype,
-                   v.info.size.bytes, v.info.size.text, v.index, u[0] if u else None,
-                   u[-1] if u else None, v.storage.name if v.storage is not None else None, aliases)
-        if v.kind in ("input", "weight", "const"):  # module data, not temporaries
-            if v.kind != "const":
-                params.append(t)
-            continue
-        tensors.append(t)
-        block = v.storage if v.storage is not None else v
-        last = max(t.last_use if t.last_use is not None else v.index, v.index)
-        block_end[id(block)] = max(block_end.get(id(block), -1), last)
-
-    blocks = [v for v in w.values if id(v) in block_end]
-    timeline = [0] * (end + 1)
-    live_at: list[list[str]] = [[] for _ in range(end + 1)]
-    unknown: set[str] = set()
-    exact = True
-    for b in blocks:
-        size = b.info.size
-        if size.bytes is None:
-            exact = False
-            unknown |= set(size.symbols) - set(bounds)
-        for i in range(max(b.index, 0), block_end[id(b)] + 1):
-            timeline[i] += size.bytes or 0
-    for t in tensors:
-        for i in range(t.defined, (t.last_use if t.last_use is not None else t.defined) + 1):
-            live_at[i].append(t.name)
-    allocs = []
-    for v in w.values:
-        if v.op in _COUNTED:
-            inside = placed.get(id(v), []) if v.kind == "storage" else [v.name]
-            allocs.append(Allocation(v.name, w.function, v.op, v.info.size.bytes,
-                                     v.info.size.text, v.index, tuple(inside),
-                                     not v.info.size.symbols and v.info.size.bytes is not None))
-    return _Result(w, tensors, params, allocs, timeline, exact, live_at, unknown)
-
-
-def _report(results: list[_Result], names: list[str],
-            bounds: dict[str, int] | None) -> BufferReport:
+def _report(results: list[_Result], names: list[str], bounds: dict[str, int] | None,
+            source: str = "", symbols: list[str] | None = None) -> BufferReport:
     best = max(results, key=lambda r: max(r.timeline), default=None)
-    peak, index, peak_tensors = 0, None, ()
+    peak, index = 0, None
+    peak_tensors: tuple[Tensor, ...] = ()
+    peak_storages: tuple[Allocation, ...] = ()
     if best is not None and best.tensors:
         peak = max(best.timeline)
         index = best.timeline.index(peak)
         live = set(best.live_at[index])
         peak_tensors = tuple(t for t in best.tensors if t.name in live)
+        peak_storages = _peak_storages(best, index)
     unknown = set().union(*(r.unknown for r in results)) if results else set()
     return BufferReport(
         functions=tuple(names),
@@ -398,4 +370,10 @@ def _report(results: list[_Result], names: list[str],
         bindings=tuple((r.walk.function, tuple(r.walk.bindings)) for r in results),
         unknown_symbols=tuple(sorted(unknown)),
         bounds=tuple(sorted((bounds or {}).items())),
+        planned=best is not None and best.planned,
+        storages=tuple(a for r in results for a in r.storages),
+        peak_storages=peak_storages,
+        binding_calls=tuple((r.walk.function, r.calls) for r in results),
+        source=source,
+        symbols=tuple(symbols or ()),
     )

@@ -10,11 +10,11 @@ HTML forms hide passes that changed nothing by default, like Compiler Explorer's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from passlab import _render
+from passlab._sequence import NamedSequence
 from passlab.recording.trace import Step, Trace
 
 __all__ = ["pass_table", "PassTable"]
@@ -23,7 +23,7 @@ _EXTRA = ("ir_lines", "peak_bytes", "peak_exact")
 
 
 @dataclass(frozen=True)
-class PassTable:
+class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
     """Rows of the per-pass table (dicts with the columns of ``Trace.to_dataframe()``
     plus ``ir_lines``, ``peak_bytes`` and ``peak_exact``)."""
 
@@ -31,14 +31,8 @@ class PassTable:
     title: str = ""
     notes: tuple[str, ...] = field(default=())
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.rows)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return self.rows[i]
+    def _items(self) -> tuple[dict[str, Any], ...]:
+        return self.rows
 
     def to_dataframe(self):
         import pandas as pd
@@ -73,15 +67,41 @@ class PassTable:
             out.append(f"({hidden} passes that changed nothing hidden: to_text(changed_only=False))")
         return "\n".join(out + [f"note: {n}" for n in self.notes])
 
+    def plot(self, column: str = "peak") -> Any:
+        """One numeric column over the main chain as a line, with stage bands and the
+        passes that moved it labelled.
+
+        Parameters
+        ----------
+        column : str
+            ``"peak"`` (the liveness peak of temporaries, default), ``"ms"``,
+            ``"ir_lines"``, ``"bindings"``, ``"kernels"`` or any numeric column of
+            :meth:`to_dataframe`.
+
+        Returns
+        -------
+        ColumnPlot
+            Displays as an inline SVG in notebooks; ``to_svg(mark=step_index)``,
+            ``to_text()``, ``moves()`` (the passes that changed the value).
+
+        Examples
+        --------
+        >>> import passlab
+        >>> from passlab.analysis.table import pass_table
+        >>> p = pass_table(passlab.build(passlab.models.mlp()).trace).plot("peak")
+        >>> [name for _, name, _, _ in p.moves()]
+        ['StaticPlanBlockMemory']
+        """
+        from passlab.analysis._column_plot import column_plot
+
+        return column_plot(self.rows, column, self.title)
+
     def to_html(self, changed_only: bool = True) -> str:
         header, body, classes, hidden = self._table(changed_only)
         note = f"{hidden} passes that changed nothing hidden" if hidden else ""
         notes = "".join(f'<div class="passlab-note">{_render.esc(n)}</div>'
                         for n in ([note] if note else []) + list(self.notes))
         return _render.html_table(header, body, classes, caption=self.title) + notes
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return _render.mimebundle(self)
 
 
 def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
@@ -114,7 +134,7 @@ def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
         row["peak_bytes"], row["peak_exact"] = _peak(s, peaks) if memory else (None, True)
         row["ir_lines"] = _lines(mod, lines) if ir_lines and mod is not None else None
         rows.append(row)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if memory:
         notes = ("peak temp: liveness peak of intermediate tensors (passlab.buffers) of the "
                  "module after the pass; >= marks a lower bound (symbolic shapes)",)
@@ -123,7 +143,7 @@ def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
 
 def _peak(step: Step, cache: dict) -> tuple[int | None, bool]:
     mod = step.module
-    if mod is None or step.stage == "tir":
+    if mod is None or step.level != "relax":
         return None, True
     key = mod.__chandle__()
     hit = cache.get(key)

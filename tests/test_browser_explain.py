@@ -1,0 +1,98 @@
+"""The "Explain" strip in a real browser: above the Explorer's step panes in JupyterLab,
+and above the diff in the static report. Takes docs/screenshots/explain.png.
+
+Same machinery as tests/test_browser.py (JupyterLab on 127.0.0.1, Debian's Chromium
+driven by Playwright); skipped, with the reason, when either is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from browser_helpers import chromium, jupyter_lab, missing
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+_NB = [
+    "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
+    "fuse = build.trace.find('FuseOps')",
+    "passlab.Explorer(build, selected=fuse.index)",
+]
+
+
+@pytest.fixture(scope="module")
+def expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
+    return expect
+
+
+def _run_all(page, expect) -> None:
+    expect(page.locator('.jp-StatusBar-TextItem[title^="Change kernel"]')).to_have_text(
+        "Python 3 (ipykernel) | Idle")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def test_explain_strip_in_the_explorer_and_the_report(tmp_path, expect):
+    import nbformat
+
+    import passlab
+
+    trace = passlab.build(passlab.models.mlp()).trace
+    fuse, plan = trace.find("FuseOps"), trace.find("StaticPlanBlockMemory")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in _NB])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    path = tmp_path / "explain.ipynb"
+    nbformat.write(nb, path)
+    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
+        page.goto(lab.url(f"lab/tree/{path.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        _run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        strip = widget.locator(".plx-explain-strip")
+        # above the panes, with the sentence for this step and the card's summary
+        expect(strip.locator(".ple-here")).to_have_text(fuse.explain().sentence)
+        expect(strip.locator(".ple-summary")).to_have_text(passlab.explain("FuseOps").summary)
+        assert page.evaluate("""() => {
+            const s = document.querySelector('.plx-explain-strip');
+            const p = document.querySelector('.plx-panes');
+            return s.getBoundingClientRect().bottom <= p.getBoundingClientRect().top + 1; }""")
+        # the card's details unfold, with the coloured snippet and the TVM API name
+        strip.locator("summary").click()
+        expect(strip.locator(".ple-details")).to_be_visible()
+        expect(strip.locator(".ple-snippet .ple-add")).to_have_count(1)
+        expect(strip.locator(".ple-doc")).to_have_text("tvm.relax.transform.FuseOps")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(SHOTS / "explain.png"))
+        # another pass: the strip follows the selection, and stays unfolded
+        widget.locator(".plx-row", has=page.locator(".plx-label", has_text=re.compile(
+            r"^StaticPlanBlockMemory$"))).click()
+        expect(strip.locator(".ple-here")).to_have_text(plan.explain().sentence)
+        expect(strip.locator(".ple-details")).to_be_visible()
+        # compare and pipeline are not step panes: no strip there
+        widget.locator(".plx-tab[data-tab=pipeline]").click()
+        expect(strip).to_be_hidden()
+        assert page.errors == []
+
+    report = trace.to_html(tmp_path / "report.html")
+    with chromium(tmp_path / "profile2") as page:
+        page.goto(Path(report).resolve().as_uri())
+        page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
+        box = page.locator("#pl-detail .pl-explain-box")
+        expect(box.locator(".ple-here")).to_have_text(fuse.explain().sentence)
+        # the strip comes before the diff
+        expect(page.locator("#pl-detail .pl-diff-box")).to_be_visible()
+        assert page.evaluate("""() => {
+            const s = document.querySelector('#pl-detail .pl-explain-box');
+            const d = document.querySelector('#pl-detail .pl-diff-box');
+            return s.getBoundingClientRect().bottom <= d.getBoundingClientRect().top + 1; }""")
+        assert page.errors == []

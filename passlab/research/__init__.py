@@ -4,6 +4,7 @@
 * :func:`compare`: two pipelines aligned pass by pass, with diffs and final deltas;
 * :func:`blame`: the passes that created, rewrote or removed a function or a binding;
 * :func:`rerun`: rebuild after a pipeline edit from the recorded snapshot before it;
+* :func:`sweep`: many models times many pipelines, in worker processes, as one table;
 * :mod:`~passlab.research.predicates`: ready tests for ``trace.first(...)``.
 
 Examples
@@ -22,8 +23,10 @@ from passlab.research.bisect import BisectReport, BisectRow, bisect
 from passlab.research.blame import Blame, Event, blame
 from passlab.research.compare import Comparison, Delta, Point, compare
 from passlab.research.rerun import Rerun, rerun
+from passlab.research.sweep import Sweep, SweepRow, sweep
 
 __all__ = [
     "bisect", "BisectReport", "BisectRow", "compare", "Comparison", "Point", "Delta",
     "blame", "Blame", "Event", "rerun", "Rerun", "predicates",
+    "sweep", "Sweep", "SweepRow",
 ]

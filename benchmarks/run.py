@@ -88,7 +88,7 @@ def views(model: str, mod=None) -> dict:
         _printing.clear_cache()
         full_views.append(_ms(lambda s=s: passlab.diff(s).to_html()))
     # the largest Relax-level snapshot: most bindings
-    relax_steps = [s for s in trace.top_level() if s.stage != "tir"]
+    relax_steps = [s for s in trace.top_level() if s.level == "relax"]
     largest = max(relax_steps, key=lambda s: s.row()["bindings_after"])
     fusetir = trace.find("FuseTIR")
     out = dict(

@@ -39,7 +39,8 @@ __all__ = [
     "Build", "BuildError", "Pipeline", "Step", "Trace", "UnknownNameError",
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph",
     "buffers", "pass_table", "Explorer", "bisect", "compare", "blame", "rerun", "load",
-    "Backend", "partitions", "load_trace", "reproducer", "checks",
+    "Backend", "partitions", "load_trace", "reproducer", "checks", "to_model_explorer", "provenance", "sweep",
+    "explain", "targets",
 ]
 
 # Analyses and views live higher up; import them on first use so `import passlab` stays cheap.
@@ -53,12 +54,17 @@ _LAZY = {
     "compare": ("passlab.research.compare", "compare"),
     "blame": ("passlab.research.blame", "blame"),
     "rerun": ("passlab.research.rerun", "rerun"),
+    "sweep": ("passlab.research.sweep", "sweep"),
     "predicates": ("passlab.research", "predicates"),
     "load": ("passlab.models.importers", "load"),
     "Backend": ("passlab.backend", "Backend"),
     "partitions": ("passlab.analysis.partitions", "partitions"),
+    "to_model_explorer": ("passlab.views.model_explorer", "to_model_explorer"),
+    "provenance": ("passlab.analysis.provenance", "provenance"),
     "load_trace": ("passlab.io.archive", "load_trace"),
     "checks": ("passlab.recording.checks", None),  # the module: passlab.checks.well_formed() ...
+    "explain": ("passlab.analysis.explain", "explain"),
+    "targets": ("passlab.recording.codegen", "targets"),
 }
 
 
@@ -84,7 +90,7 @@ def _save(trace: Trace, path: Any) -> Any:
 
 
 def _dump(trace: Trace, folder: Any, **kwargs: Any) -> Any:
-    from passlab.io.archive import export_dump
+    from passlab.io.dump import export_dump
 
     return export_dump(trace, folder, **kwargs)
 
@@ -101,5 +107,19 @@ def _with_backend(pipe: Pipeline, backend: Any) -> Pipeline:
     return apply_backend(pipe, backend)
 
 
+def _explain_step(step: Step) -> Any:
+    from passlab.analysis._explain_steps import explain_step
+
+    owner = step.owner
+    return explain_step(step, None if owner is None else owner.pipeline)
+
+
+def _card_summary(name: str) -> str:
+    from passlab.analysis.explain import card_summary
+
+    return card_summary(name)
+
+
 _trace._UPPER.update(save=_save, dump=_dump, reproducer=reproducer, report=_report)
+_trace._UPPER.update(explain=_explain_step, card_summary=_card_summary)
 _pipeline._UPPER.update(with_backend=_with_backend)

@@ -61,8 +61,8 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
         # opens on the first pass that changed the module, rendered by the kernel
         expect(diff).to_contain_text("LegalizeOps: ")
         expect(_row(widget, "LegalizeOps")).to_have_class(re.compile(r"\bselected\b"))
-        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 94 pass calls")
-        expect(widget.locator(".plx-count")).to_have_text("70 of 70 passes")
+        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 96 pass calls")
+        expect(widget.locator(".plx-count")).to_have_text("71 of 71 passes")
         expect(page.locator(".jp-InputArea-prompt", has_text="[7]:")).to_have_count(1)
         timings["run_all"] = time.perf_counter() - start
 
@@ -88,7 +88,7 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
 
         # filters: changed only, then a search
         widget.locator(".plx-changed-only").check()
-        expect(widget.locator(".plx-count")).to_have_text("33 of 70 passes")
+        expect(widget.locator(".plx-count")).to_have_text("33 of 71 passes")
         widget.locator(".plx-search").fill("fuse")
         expect(widget.locator(".plx-row")).to_have_count(2)
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -145,4 +145,63 @@ def test_static_report(tmp_path, expect):
         expect(snap.locator("svg g.node").or_(snap.locator(".passlab-graph table tbody tr"))
                .first).to_be_visible()
         page.screenshot(path=str(SHOTS / "report.png"), full_page=False)
+        assert page.errors == []
+
+
+_BUFFERS_NB = [
+    "import passlab\nfrom passlab.views.explorer import Explorer\n\n"
+    "build = passlab.build(passlab.models.by_name('transformer-dynamic'))\n"
+    "plan = build.trace.find('StaticPlanBlockMemory').index",
+    "Explorer(build, tab='buffers', selected=plan)",
+]
+
+
+def _set_theme(page, name: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(name)}$")).click()
+
+
+def test_buffers_pane_shows_the_liveness_picture(tmp_path, expect):
+    """The Buffers pane draws the SVG above the table, a slider redraws it with a bound for
+    the symbolic sequence length; screenshots in the light and the dark theme."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in _BUFFERS_NB])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    path = tmp_path / "buffers.ipynb"
+    nbformat.write(nb, path)
+    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
+        page.goto(lab.url(f"lab/tree/{path.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        _run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        pane = widget.locator(".plx-pane-buffers")
+        svg = pane.locator("svg.passlab-bufplot")
+        expect(svg).to_be_visible()
+        expect(pane.locator(".plx-bound-value")).to_have_text(
+            "n unbounded: lower bound drawn; move to set n")
+        expect(svg).to_contain_text("lower bound drawn")
+        # one block per storage, and the picture above the tables
+        expect(svg.locator("g.pb-block")).to_have_count(11)
+        assert page.evaluate("""() => {
+            const pane = document.querySelector('.plx-pane-buffers');
+            const svg = pane.querySelector('svg.passlab-bufplot'), table = pane.querySelector('table');
+            return svg.getBoundingClientRect().top < table.getBoundingClientRect().top; }""")
+        # the slider: Python recomputes with bounds={"n": 64} and redraws
+        pane.locator("input.plx-bound").fill("64")
+        expect(svg).to_contain_text("drawn with bounds n=64")
+        expect(pane.locator(".plx-bound-value")).to_have_text("n = 64")
+        expect(svg.locator("g.pb-block")).to_have_count(11)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.scroll_into_view_if_needed()
+        pane.evaluate("""(el) => { const svg = el.querySelector('svg.passlab-bufplot');
+            el.scrollTop += svg.getBoundingClientRect().top - el.getBoundingClientRect().top - 48; }""")
+        widget.screenshot(path=str(SHOTS / "explorer-buffers.png"))
+        _set_theme(page, "JupyterLab Dark")
+        expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
+        page.wait_for_timeout(500)  # the theme's CSS variables settle
+        widget.screenshot(path=str(SHOTS / "explorer-buffers-dark.png"))
+        _set_theme(page, "JupyterLab Light")
         assert page.errors == []

@@ -51,17 +51,6 @@ class After:
 
 SMALL_TEXT = """\
 2 functions changed: 0 added, 0 removed, 1 modified, 1 renamed (+3 -2 lines)
-diff a/helper b/helper2 (relax, renamed, +1 -1)
-rename from helper
-rename to helper2
---- a/helper
-+++ b/helper2
-@@ -1,4 +1,4 @@
- @R.function(private=True)
--def helper(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
-+def helper2(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
-     gv: R.Tensor((4,), dtype="float32") = R.nn.relu(x)
-     return gv
 diff a/main b/main (relax, modified, +2 -1)
 --- a/main
 +++ b/main
@@ -72,7 +61,18 @@ diff a/main b/main (relax, modified, +2 -1)
 -    z: R.Tensor((4,), dtype="float32") = R.multiply(y, y)
 +    w: R.Tensor((4,), dtype="float32") = R.subtract(y, x)
 +    z: R.Tensor((4,), dtype="float32") = R.multiply(w, w)
-     return z"""
+     return z
+diff a/helper b/helper2 (relax, renamed, +1 -1)
+rename from helper
+rename to helper2
+--- a/helper
++++ b/helper2
+@@ -1,4 +1,4 @@
+ @R.function(private=True)
+-def helper(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
++def helper2(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+     gv: R.Tensor((4,), dtype="float32") = R.nn.relu(x)
+     return gv"""
 
 
 class _Tags(html.parser.HTMLParser):
@@ -245,15 +245,16 @@ def test_steps_are_duck_typed(mlp):
 def test_results_are_immutable_sequences():
     d = diff(Before, After)
     assert isinstance(d, ModuleDiff) and len(d) == 2
-    assert d[0].name == "helper2" and d[-1] is d["main"]
+    # the modified entry first, then the other functions
+    assert d[-1].name == "helper2" and d[0] is d["main"]
     assert "main" in d and "helper" in d and "forward" not in d and d[0] in d
-    assert [fd.name for fd in d[0:1]] == ["helper2"]
+    assert [fd.name for fd in d[1:2]] == ["helper2"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.functions = ()
     with pytest.raises(dataclasses.FrozenInstanceError):
         d[0].status = "added"
     assert repr(d["main"]) == "<FunctionDiff 'main': modified relax function>"
-    assert repr(d[0]) == "<FunctionDiff 'helper' -> 'helper2': renamed relax function>"
+    assert repr(d[1]) == "<FunctionDiff 'helper' -> 'helper2': renamed relax function>"
 
 
 def test_html_side_by_side_and_unified():
@@ -262,17 +263,21 @@ def test_html_side_by_side_and_unified():
     tags = _structure(sbs)
     assert tags.count("details") == 2 and tags.count("style") == 1
     assert sbs.startswith('<div class="passlab-diff"><style>')
-    assert ('<tr><td class="pl-ln">3</td><td class="pl-code">    y: R.Tensor((4,), dtype=&quot;'
-            'float32&quot;) = R.add(x, x)</td><td class="pl-ln">3</td>') in sbs
-    assert ('<td class="pl-code pl-del">    <span class="pl-hl">z</span>: R.Tensor((4,), '
-            'dtype=&quot;float32&quot;) = R.<span class="pl-hl">multiply</span>(y, '
+    # highlighted TVMScript (numbers, strings, operators), every piece escaped
+    num, eq, f32 = ('<span class="tok-mi">4</span>', '<span class="tok-o">=</span>',
+                    '<span class="tok-s2">&quot;float32&quot;</span>')
+    assert (f'<tr><td class="pl-ln">3</td><td class="pl-code">    y: R.Tensor(({num},), dtype'
+            f'{eq}{f32}) {eq} R.add(x, x)</td><td class="pl-ln">3</td>') in sbs
+    assert (f'<td class="pl-code pl-del">    <span class="pl-hl">z</span>: R.Tensor(({num},), '
+            f'dtype{eq}{f32}) {eq} R.<span class="pl-hl">multiply</span>(y, '
             '<span class="pl-hl">y</span>)</td>') in sbs
     assert '<td class="pl-ln"></td><td class="pl-code pl-empty"></td><td class="pl-ln">5</td>' in sbs
     uni = d.to_html("unified")
     _structure(uni)
     assert ('<tr class="pl-add"><td class="pl-ln"></td><td class="pl-ln">5</td><td class='
-            '"pl-sign">+</td><td class="pl-code">    z: R.Tensor((4,), dtype=&quot;float32&quot;)'
-            ' = R.multiply(w, w)</td></tr>') in uni
+            f'"pl-sign">+</td><td class="pl-code">    z: R.Tensor(({num},), dtype{eq}{f32})'
+            f' {eq} R.multiply(w, w)</td></tr>') in uni
+    assert ".tok-k { color: #8250df; }" in sbs  # the token colours travel with the diff
     assert "<code>helper → helper2</code>" in uni
     assert "http" not in sbs and "<script" not in sbs and "<link" not in sbs
 
@@ -381,7 +386,7 @@ def test_mimebundle_never_raises():
     bad = ModuleDiff((FunctionDiff("f", "added", "tir", None, None, Broken()),))
     bundle = bad._repr_mimebundle_()
     assert bundle["text/plain"] == (
-        "<ModuleDiff: could not render: RuntimeError('printer exploded')>")
+        "<ModuleDiff: could not display: RuntimeError('printer exploded')>")
     assert "passlab-error" in bundle["text/html"]
     assert "RuntimeError: printer exploded" in bundle["text/html"]
 
@@ -400,3 +405,120 @@ def test_first_view_prints_only_the_first_functions(mlp):
     assert text.splitlines()[0].endswith("(+8 -7 lines in the shown functions)")
     assert "shown 1 of 8 changed functions" in text.splitlines()[-1]
     assert "shown" not in d.to_html()  # all of them by default
+
+
+def test_fuseops_diff_shows_the_rewritten_entry_first_and_kernels_in_natural_order():
+    from relax_snapshots import snapshots
+
+    snaps = snapshots("resnet")
+    d = diff(snaps["FoldConstant"], snaps["FuseOps"])
+    names = [fd.name for fd in d]
+    assert names[0] == "forward" and d[0].status == "modified"
+    kernels = [n for n in names if n.startswith("fused_")]
+    import re
+
+    def key(n):
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)]
+
+    assert kernels == sorted(kernels, key=key)
+
+
+def test_highlighter_classes_marks_and_escaping():
+    from passlab.analysis._highlight import block_html, line_html
+
+    assert line_html('@R.function(private=True)') == (
+        '<span class="tok-nd">@R.function</span>(private<span class="tok-o">=</span>'
+        '<span class="tok-kc">True</span>)')
+    assert line_html("def main(x):  # <b>") == (
+        '<span class="tok-k">def</span> <span class="tok-nf">main</span>(x):  '
+        '<span class="tok-c1"># &lt;b&gt;</span>')
+    # a mark that starts inside a token cuts it; text outside tokens keeps the mark too
+    assert line_html("a = 0.5", [(4, 7)]) == (
+        'a <span class="tok-o">=</span> <span class="tok-mf pl-hl">0.5</span>')
+    assert line_html("ab + c", [(1, 4)]) == (
+        'a<span class="pl-hl">b </span><span class="tok-o pl-hl">+</span> c')
+    hostile = 'x = "</td><script>alert(1)</script>"'
+    assert "<script>" not in line_html(hostile) and "&lt;script&gt;" in line_html(hostile)
+    assert block_html("a\nb") == "a\nb"
+
+
+# fmt: off
+@I.ir_module
+class Calls:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = Calls
+        y = cls.helper(x)
+        z = R.multiply(y, y)
+        return z
+
+    @R.function
+    def helper(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.nn.relu(x)
+
+
+@I.ir_module
+class CallsRenamed:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = CallsRenamed
+        y = cls.helper2(x)
+        z = R.multiply(y, y)
+        return z
+
+    @R.function
+    def helper2(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.nn.relu(x)
+
+
+@I.ir_module
+class Ordered:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.add(x, x)
+        b = R.multiply(x, x)
+        c = R.subtract(a, b)
+        return c
+
+
+@I.ir_module
+class Reordered:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        b = R.multiply(x, x)
+        a = R.add(x, x)
+        c = R.subtract(a, b)
+        return c
+# fmt: on
+
+
+def test_a_public_rename_is_one_rename_and_its_caller_shows_no_line_noise():
+    d = diff(Calls, CallsRenamed)
+    assert d.renamed == (("helper", "helper2"),)
+    assert (d.added, d.removed, d.modified) == ((), (), ())
+    assert d.callers_updated == ("main",)
+    main = d["main"]
+    assert main.callees_renamed == (("helper", "helper2"),)
+    assert (main.lines_added, main.lines_removed) == (0, 0)
+    assert main.to_text() == (
+        "diff a/main b/main (relax, modified (renamed callee), +0 -0)\n"
+        "only calls renamed functions by their new names: helper -> helper2")
+    assert d.to_text().splitlines()[0] == (
+        "2 functions changed: 0 added, 0 removed, 0 modified, 1 renamed (1 caller only "
+        "calls renamed functions) (+1 -1 lines)")
+    assert "modified (renamed callee)" in d.to_html() and "cls.helper" not in d.to_html()
+    # hide_renames=False keeps the plain view: a removed and an added function
+    plain = diff(Calls, CallsRenamed, hide_renames=False)
+    assert (plain.added, plain.removed, plain.modified) == (("helper2",), ("helper",), ("main",))
+
+
+def test_reordered_bindings_are_moves_not_removals_and_additions():
+    d = diff(Ordered, Reordered)
+    fd = d["main"]
+    assert (fd.lines_added, fd.lines_removed, fd.lines_moved) == (0, 0, 1)
+    signs = [line[0] for line in fd.to_text().splitlines()[4:]]
+    assert signs == [" ", " ", ">", " ", "<", " ", " "]
+    assert fd.to_text().splitlines()[0] == "diff a/main b/main (relax, modified, +0 -0, 1 moved)"
+    for mode in ("unified", "side-by-side"):
+        page = fd.to_html(mode)
+        assert "pl-move" in page and "pl-del" not in page.replace(".pl-del", "")

@@ -61,9 +61,10 @@ def test_initial_state_is_lazy(ex, trace):
     assert ex.rendered == 1
     assert list(ex.steps[legalize.index]) == ROW_KEYS
     assert ex.steps[legalize.index]["summary"] == "+7 ~1"
-    assert len(ex.steps) == len(trace) == 94
+    assert len(ex.steps) == len(trace) == 96
     assert ex.visible == [s.index for s in trace.top_level()]
-    assert ex.stages == ["relax", "library_dispatch", "legalize", "dataflow_lower", "finalize", "tir"]
+    assert ex.stages == ["relax", "library_dispatch", "legalize", "dataflow_lower", "finalize",
+                         "tir", "s_tir", "tirx", "host_finalize", "codegen"]
     assert ex.summary == trace.summary()
     assert ex.failure == ""
     assert "export default" in ex._esm and ".plx-list" in ex._css
@@ -87,7 +88,7 @@ def test_selecting_a_step_renders_its_diff(ex, trace):
     assert 'class="pl-t pl-sbs' not in ex.diff_html  # unified: the pane is narrow
     ex.diff_mode = "side-by-side"
     assert "<b>FuseOps</b>" in ex.diff_html and 'class="pl-t pl-sbs' in ex.diff_html
-    assert repr(ex) == "<Explorer: 94 steps, selected #10 FuseOps, pane 'diff'>"
+    assert repr(ex) == "<Explorer: 96 steps, selected #10 FuseOps, pane 'diff'>"
 
 
 def test_unchanged_step_and_stale_panes(ex, trace):
@@ -102,7 +103,7 @@ def test_unchanged_step_and_stale_panes(ex, trace):
 
 
 def test_bad_selection_is_refused(ex):
-    with pytest.raises(traitlets.TraitError, match=r"no step #500 in this trace \(steps are #0..#93"):
+    with pytest.raises(traitlets.TraitError, match=r"no step #500 in this trace \(steps are #0..#95"):
         ex.selected = 500
     with pytest.raises(traitlets.TraitError, match="stage 'legalise' is not in this trace"):
         ex.stage = "legalise"
@@ -177,7 +178,7 @@ def test_graph_before_legalize_has_operators_only(ex, trace):
 
 def test_tir_stage_has_no_graph_or_buffers(ex, trace):
     ex.set_state({"selected": trace.find("tirx.MakePackedAPI").index, "tab": "graph"})
-    note = ("The module after #86 tirx.MakePackedAPI has only TIR functions (TVM&#x27;s TIR "
+    note = ("The module after #87 tirx.MakePackedAPI has only TIR functions (TVM&#x27;s TIR "
             "stage): the fused graph and the buffers describe Relax functions. The last pass "
             "before it is #34 AttachGlobalSymbol.")
     assert ex.graph_html == f'<div class="plx-note">{note}</div>'

@@ -128,7 +128,7 @@ def test_page_holds_the_explorer_state_with_its_module(page_html):
     model = state["state"][view["model_id"]]
     assert (model["model_module"], model["model_name"]) == ("anywidget", "AnyModel")
     assert model["state"]["_esm"] == (STATIC / "explorer.js").read_text("utf-8")
-    assert model["state"]["summary"].startswith("Trace of 94 pass calls")
+    assert model["state"]["summary"].startswith("Trace of 96 pass calls")
     assert "LegalizeOps" in model["state"]["diff_html"]
     assert "<title>explorer</title>" in page_html.read_text("utf-8")
 
@@ -201,8 +201,8 @@ def test_exported_explorer_renders_offline(page_html, tmp_path):
         expect(widget).to_have_count(1, timeout=30_000)
         label = widget.locator(".plx-row .plx-label", has_text=re.compile(r"^FuseOps$"))
         expect(label).to_be_visible(timeout=30_000)
-        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 94 pass calls")
-        expect(widget.locator(".plx-count")).to_have_text("70 of 70 passes")
+        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 96 pass calls")
+        expect(widget.locator(".plx-count")).to_have_text("71 of 71 passes")
         expect(widget.locator(".plx-pane-diff")).to_contain_text("LegalizeOps: ")
         expect(page.get_by_text("[anywidget] Failed")).to_have_count(0)
         # no kernel behind a static page: a click says so instead of waiting silently

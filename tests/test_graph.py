@@ -23,7 +23,7 @@ def edge_rows(g: FusedGraph) -> list[tuple]:
 
 # ----------------------------------------------------------------------------- MLP
 def test_mlp_before_legalization_has_one_node_per_operator():
-    g = fused_graph(snapshots("mlp")["input"])
+    g = fused_graph(snapshots("mlp")["input"], params="show")
     assert [(n.id, n.label) for n in g.nodes if n.kind == "op"] == [
         ("permute_dims", "permute_dims"), ("matmul", "matmul"), ("add", "add"),
         ("relu", "nn.relu"), ("permute_dims1", "permute_dims"), ("matmul1", "matmul"),
@@ -35,7 +35,7 @@ def test_mlp_before_legalization_has_one_node_per_operator():
 
 
 def test_mlp_fuseops_groups_matmul_add_relu_and_leaves_transposes_alone():
-    g = fused_graph(snapshots("mlp")["FuseOps"])
+    g = fused_graph(snapshots("mlp")["FuseOps"], params="show")
     calls = [(n.label, n.kind, n.ops, n.pattern_name) for n in g.nodes
              if n.kind in ("kernel", "fused")]
     assert calls == [
@@ -46,7 +46,7 @@ def test_mlp_fuseops_groups_matmul_add_relu_and_leaves_transposes_alone():
 
 
 def test_mlp_edges_after_fusetir_carry_shape_dtype_and_bytes():
-    g = fused_graph(snapshots("mlp")["FuseTIR"])
+    g = fused_graph(snapshots("mlp")["FuseTIR"], params="show")
     assert edge_rows(g) == [
         ("fc1.weight", "permute_dims", "fc1.weight", (32, 16), "float32", 2048),
         ("x", "lv", "x", (4, 16), "float32", 256),
@@ -61,15 +61,15 @@ def test_mlp_edges_after_fusetir_carry_shape_dtype_and_bytes():
 
 def test_fused_primfunc_ops_from_name_or_from_the_module_before_fusetir():
     snaps = snapshots("mlp")
-    alone = fused_graph(snaps["FuseTIR"])
+    alone = fused_graph(snaps["FuseTIR"], params="show")
     assert (alone["lv"].ops, alone["lv"].pattern) == (("matmul", "add", "relu"), None)
     step = SimpleNamespace(name="FuseTIR", before=snaps["FuseOps"], after=snaps["FuseTIR"])
-    g = fused_graph(step)
+    g = fused_graph(step, params="show")
     assert (g["lv"].ops, g["lv"].pattern, g["gv"].pattern) == (("matmul", "add", "relu"), 4, 4)
 
 
 def test_lowered_graph_names_tensors_after_the_program_not_the_alloc():
-    g = fused_graph(snapshots("mlp")["StaticPlanBlockMemory"])
+    g = fused_graph(snapshots("mlp")["StaticPlanBlockMemory"], params="show")
     assert [(n.id, n.label) for n in g.nodes if n.kind in ("kernel", "fused")] == [
         ("permute_dims", "transpose"), ("lv", "fused_matmul_add_relu"),
         ("permute_dims1", "transpose1"), ("gv", "fused_matmul1_add1")]
@@ -77,7 +77,7 @@ def test_lowered_graph_names_tensors_after_the_program_not_the_alloc():
 
 
 def test_text_listing_is_exact():
-    text = fused_graph(snapshots("mlp")["FuseTIR"]).to_text().splitlines()
+    text = fused_graph(snapshots("mlp")["FuseTIR"], params="show").to_text().splitlines()
     assert text[0] == ("fused graph of forward: 10 nodes (1 input, 4 weight, 2 kernel, 2 fused, "
                        "1 output), 9 edges")
     assert "  [fused] lv = fused_matmul_add_relu [matmul + add + relu]" in text
@@ -88,7 +88,7 @@ def test_text_listing_is_exact():
 def test_resnet_after_fusetir_has_one_node_per_kernel_call():
     mod = snapshots("resnet")["FuseTIR"]
     called = re.findall(r"R\.call_tir\((?:cls\.)?(\w+)", mod["forward"].script())
-    g = fused_graph(mod)
+    g = fused_graph(mod, params="show")
     assert [n.label for n in g.nodes if n.kind in ("kernel", "fused")] == called
     assert len(called) == 41
     assert sum(n.kind == "weight" for n in g.nodes) == 102
@@ -96,7 +96,7 @@ def test_resnet_after_fusetir_has_one_node_per_kernel_call():
 
 def test_resnet_fused_batch_norm_ops_and_patterns():
     snaps = snapshots("resnet")
-    g = fused_graph(snaps["FuseTIR"], before=snaps["FuseOps"])
+    g = fused_graph(snaps["FuseTIR"], before=snaps["FuseOps"], params="show")
     fused = {n.label: (n.ops, n.pattern_name) for n in g.nodes if n.kind == "fused"}
     assert fused["fused_batch_norm1_batch_norm1_add1_relu1"] == (
         ("batch_norm", "batch_norm", "add", "relu"), "injective")
@@ -107,10 +107,10 @@ def test_resnet_fused_batch_norm_ops_and_patterns():
 # ---------------------------------------------------------------- big graphs, tuples
 def test_twelve_layer_transformer_collapses_to_one_block_and_a_repeat_node():
     mod = snapshots("tf12")["FuseTIR"]
-    full = fused_graph(mod)
+    full = fused_graph(mod, params="show")
     assert len(full.nodes) == 311
     assert "  note: shown 200 of 311 nodes" in full.to_text()
-    g = fused_graph(mod, collapse=True)
+    g = fused_graph(mod, collapse=True, params="show")
     repeats = [n for n in g.nodes if n.kind == "repeat"]
     assert len(g.nodes) == 37 and len(repeats) == 1
     assert (repeats[0].count, len(repeats[0].ops)) == (11, 18)
@@ -121,10 +121,10 @@ def test_twelve_layer_transformer_collapses_to_one_block_and_a_repeat_node():
 
 
 def test_region_filters_by_text_or_binding_range():
-    g = fused_graph(snapshots("mlp")["FuseTIR"], region="matmul1")
+    g = fused_graph(snapshots("mlp")["FuseTIR"], region="matmul1", params="show")
     assert [n.id for n in g.nodes] == ["fc2.bias", "gv", "output"]
     assert g.notes == ("region 'matmul1': 3 of 10 nodes",)
-    g = fused_graph(snapshots("mlp")["FuseTIR"], region=(0, 1))
+    g = fused_graph(snapshots("mlp")["FuseTIR"], region=(0, 1), params="show")
     assert [n.id for n in g.nodes] == ["fc1.weight", "permute_dims"]
     with pytest.raises(UnknownNameError, match="unknown region 'conv'"):
         fused_graph(snapshots("mlp")["FuseTIR"], region="conv")
@@ -145,7 +145,7 @@ def test_codegen_partition_is_drawn_as_a_cluster():
     mod = tvm.IRModule({tvm.ir.GlobalVar("main"): f.with_attr("global_symbol", "main")})
     mod = relax.transform.FuseOpsByPattern(get_patterns_with_prefix("tensorrt"),
                                            annotate_codegen=False)(mod)
-    g = fused_graph(relax.transform.MergeCompositeFunctions()(mod))
+    g = fused_graph(relax.transform.MergeCompositeFunctions()(mod), params="show")
     assert len(g.clusters) == 1 and g.clusters[0].label.startswith("tensorrt: fused_relax_")
     inside = [(n.label, n.ops) for n in g.nodes if n.cluster == "c0"]
     assert inside[:2] == [("tensorrt.transpose", ("permute_dims",)),
@@ -198,7 +198,7 @@ def test_mimebundle_never_raises(monkeypatch):
 
 
 def test_dataframes():
-    g = fused_graph(snapshots("mlp")["FuseTIR"])
+    g = fused_graph(snapshots("mlp")["FuseTIR"], params="show")
     nodes, edges = g.to_dataframe(), g.to_dataframe("edges")
     assert list(nodes["id"]) == [n.id for n in g.nodes]
     assert list(edges["bytes"]) == [2048, 256, 2048, 128, 1024, 512, 1024, 32, 128]
@@ -228,3 +228,50 @@ def test_bad_inputs_give_clear_errors():
 def test_svg_with_dot_escapes_hostile_names():
     svg = fused_graph(hostile_module()).to_svg()
     assert "<svg" in svg and "<script>" not in svg
+
+
+# ------------------------------------------------------------------ parameters folded
+def test_default_graph_folds_weights_and_parameter_plumbing_on_mlp():
+    g = fused_graph(snapshots("mlp")["FuseTIR"])
+    assert [n.id for n in g.nodes] == ["x", "lv", "gv", "output"]
+    assert [(n.id, n.params, n.param_bytes) for n in g.nodes if n.params] == [
+        ("lv", ("fc1.weight", "fc1.bias"), 2048 + 128),
+        ("gv", ("fc2.weight", "fc2.bias"), 1024 + 32)]
+    assert g.notes == ("4 parameters and 2 calls that only transform parameters folded into "
+                       "their consumers (params='show' draws them)",)
+    assert "(+2 params, 2.1 KiB: fc1.weight, fc1.bias)" in g.to_text()
+    assert "+ 2 params, 2.1 KiB" in g.to_dot()
+
+
+def test_resnet_after_fusetir_shows_no_weight_nodes_by_default():
+    mod = snapshots("resnet")["FuseTIR"]
+    shown, folded = fused_graph(mod, params="show"), fused_graph(mod)
+    weights = [n for n in shown.nodes if n.kind in ("weight", "constant")]
+    assert len(weights) > 50
+    assert not [n for n in folded.nodes if n.kind in ("weight", "constant")]
+    # every weight is noted on a consumer, and no computation on activations is lost
+    assert {p for n in folded.nodes for p in n.params} == {n.id for n in weights}
+    kept = {n.id for n in shown.nodes if n.kind not in ("weight", "constant")}
+    plumbing = kept - {n.id for n in folded.nodes}
+    assert all(all(e.src not in kept - plumbing for e in shown.inputs_of(p)) for p in plumbing)
+
+
+def test_hide_drops_parameters_without_notes_and_modes_are_checked():
+    g = fused_graph(snapshots("mlp")["FuseTIR"], params="hide")
+    assert [n.id for n in g.nodes] == ["x", "lv", "gv", "output"]
+    assert all(n.params == () for n in g.nodes)
+    assert "hidden" in g.notes[0]
+    with pytest.raises(UnknownNameError, match="unknown params mode 'fold'. Known params mode names: collapse, show, hide"):
+        fused_graph(snapshots("mlp")["FuseTIR"], params="fold")
+
+
+def test_inputs_names_the_real_inputs_when_the_model_does_not():
+    mod = snapshots("mlp")["FuseTIR"]
+    func = mod["forward"].without_attr("num_input")  # every parameter now counts as input
+    bare = mod.__class__({**{gv: f for gv, f in mod.functions_items()},
+                          mod.get_global_var("forward"): func})
+    assert len([n for n in fused_graph(bare).nodes if n.kind == "input"]) == 5
+    g = fused_graph(bare, inputs=["x"])
+    assert [n.id for n in g.nodes] == ["x", "lv", "gv", "output"]
+    with pytest.raises(UnknownNameError, match="unknown input 'y'"):
+        fused_graph(bare, inputs=["y"])

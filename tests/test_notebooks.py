@@ -5,6 +5,7 @@ Also checks that the notebooks are committed without outputs.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -20,7 +21,10 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 def test_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == ["01-tour.ipynb", "02-after-fusion-pass.ipynb",
-                                             "03-uma-backend.ipynb", "04-bisect-and-ab.ipynb"]
+                                             "03-uma-backend.ipynb", "04-bisect-and-ab.ipynb",
+                                             "05-memory-planning.ipynb", "06-cpu-vs-gpu.ipynb",
+                                             "07-passes-101.ipynb",
+                                             "08-sweep.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -34,8 +38,12 @@ def test_committed_without_outputs(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, tmp_path):
+def test_notebook_runs(path, tmp_path, monkeypatch):
+    # course notebooks (07-passes-101) run with their exercises' solutions, as in CI
+    monkeypatch.setenv("PASSLAB_SOLUTIONS", "1")
     nb = nbformat.read(path, as_version=4)
+    for helper in path.parent.glob("*.py"):  # modules shipped next to the notebooks
+        shutil.copy(helper, tmp_path / helper.name)
     client = nbclient.NotebookClient(
         nb, timeout=120, startup_timeout=60, kernel_name="python3", store_widget_state=True,
         resources={"metadata": {"path": str(tmp_path)}})

@@ -28,7 +28,7 @@ def test_names_used_in_the_readme_exist():
 
     for name in ("diff", "fused_graph", "buffers", "Explorer", "load", "Backend", "partitions",
                  "bisect", "compare", "blame", "rerun", "predicates", "checks", "reproducer",
-                 "load_trace", "record"):
+                 "load_trace", "record", "sweep"):
         assert getattr(passlab, name) is not None, name
     import passlab.backend
 

@@ -14,6 +14,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from passlab.analysis._highlight import CSS as TOKEN_CSS
+from passlab.analysis._highlight import line_html
+
 __all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_block",
            "wrap_html", "error_html", "row_total"]
 
@@ -45,7 +48,7 @@ CSS = """
 .passlab-diff table.pl-t tr, .passlab-diff table.pl-t tr:hover { background: transparent; }
 .passlab-diff table.pl-t td { padding: 0 6px; vertical-align: top; border: none;
   text-align: left; background: transparent; color: inherit; line-height: 1.4; }
-.passlab-diff table.pl-t td.pl-code { white-space: pre; }
+.passlab-diff table.pl-t td.pl-code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .passlab-diff table.pl-sbs td.pl-code { white-space: pre-wrap; word-break: break-all;
   width: 50%; }
 .passlab-diff table.pl-t td.pl-ln { text-align: right; opacity: 0.55; user-select: none;
@@ -56,6 +59,8 @@ CSS = """
 .passlab-diff table.pl-t td.pl-del, .passlab-diff table.pl-t tr.pl-del > td {
   background: rgba(248,81,73,0.18); }
 .passlab-diff table.pl-t td.pl-empty { background: rgba(128,128,128,0.08); }
+.passlab-diff table.pl-t td.pl-move, .passlab-diff table.pl-t tr.pl-move > td {
+  background: rgba(56,139,253,0.16); }
 .passlab-diff table.pl-t tr.pl-hunk > td { background: rgba(56,139,253,0.12); opacity: 0.85; }
 .passlab-diff .pl-add .pl-hl { background: rgba(46,160,67,0.45); border-radius: 2px; }
 .passlab-diff .pl-del .pl-hl { background: rgba(248,81,73,0.45); border-radius: 2px; }
@@ -63,7 +68,9 @@ CSS = """
 .passlab-diff.passlab-error { border-left: 4px solid #e5534b; padding: 4px 8px; }
 """
 
-Row = tuple[str, "int | None", "int | None", "str | None", "str | None"]
+# (tag, old line number, new line number, old line, new line); which line is set
+# depends on the tag (see :func:`rows`), hence Any
+Row = tuple[str, "int | None", "int | None", Any, Any]
 
 
 def _range(start: int, stop: int) -> str:
@@ -100,16 +107,29 @@ def rows(fd: Any, paired: bool) -> Iterator[Row]:
                     yield ("replace", i + 1 if i < i2 else None, j + 1 if j < j2 else None,
                            a[i] if i < i2 else None, b[j] if j < j2 else None)
             else:
+                moved_a, moved_b = fd._moved
                 for i in range(i1, i2):
-                    yield ("delete", i + 1, None, a[i], None)
+                    yield ("moved-from" if i in moved_a else "delete", i + 1, None, a[i], None)
                 for j in range(j1, j2):
-                    yield ("insert", None, j + 1, None, b[j])
+                    yield ("moved-to" if j in moved_b else "insert", None, j + 1, None, b[j])
+
+
+def status_text(fd: Any) -> str:
+    return "modified (renamed callee)" if fd.callees_renamed else fd.status
+
+
+def callee_note(fd: Any) -> str:
+    """The one line that stands for the diff of a caller of renamed functions."""
+    return ("only calls renamed functions by their new names: "
+            + ", ".join(f"{o} -> {n}" for o, n in fd.callees_renamed))
 
 
 def _header(fd: Any) -> str:
     counts = "" if fd.status == "unchanged" else f", +{fd.lines_added} -{fd.lines_removed}"
+    if fd.lines_moved:
+        counts += f", {fd.lines_moved} moved"
     old = fd.old_name if fd.old_name is not None else fd.name
-    return f"diff a/{old} b/{fd.name} ({fd.kind}, {fd.status}{counts})"
+    return f"diff a/{old} b/{fd.name} ({fd.kind}, {status_text(fd)}{counts})"
 
 
 def row_total(fd: Any, paired: bool) -> int:
@@ -136,6 +156,8 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
         return out[0]
     if fd.text_identical:
         return "\n".join(out + [IDENTICAL_NOTE])
+    if fd.callees_renamed:
+        return "\n".join(out + [callee_note(fd)])
     if fd.status == "renamed":
         out += [f"rename from {fd.old_name}", f"rename to {fd.name}"]
     out.append("--- /dev/null" if fd.status == "added" else f"--- a/{fd.old_name or fd.name}")
@@ -149,7 +171,8 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
             out.append(old)
             continue
         body += 1
-        sign, text = {"equal": (" ", old), "delete": ("-", old), "insert": ("+", new)}[tag]
+        sign, text = {"equal": (" ", old), "delete": ("-", old), "insert": ("+", new),
+                      "moved-from": ("<", old), "moved-to": (">", new)}[tag]
         prefix = f"{i or '':>5} {j or '':>5} " if line_numbers else ""
         out.append(f"{prefix}{sign}{text}")
     return "\n".join(out)
@@ -159,8 +182,22 @@ def _common_prefix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a, b]))  # noqa: RUF071 - characters, not paths
 
 
-def _highlight(old: str, new: str) -> tuple[str, str]:
-    """Escaped old and new line with the changed spans marked (``difflib.SequenceMatcher``).
+def plain_code(line: str, marks: Sequence[tuple[int, int]] = ()) -> str:
+    """A line escaped, with its marks but no token colours (a page that highlights on
+    the client, like the static report, renders diffs with this)."""
+    if not marks:
+        return html.escape(line)
+    out, pos = [], 0
+    for a, b in sorted(marks):
+        out.append(html.escape(line[pos:a]))
+        out.append(f'<span class="pl-hl">{html.escape(line[a:b])}</span>')
+        pos = b
+    out.append(html.escape(line[pos:]))
+    return "".join(out)
+
+
+def _highlight(old: str, new: str, code: Any = line_html) -> tuple[str, str]:
+    """Old and new line as highlighted HTML with the changed spans marked.
 
     Matching runs on tokens (names, numbers, runs of spaces, single symbols) of what is
     left once the common prefix and suffix are cut: far cheaper than a per-character
@@ -171,7 +208,7 @@ def _highlight(old: str, new: str) -> tuple[str, str]:
     suf = _common_prefix(old[pre:][::-1], new[pre:][::-1])
     mid_a, mid_b = old[pre:len(old) - suf], new[pre:len(new) - suf]
     tok_a, tok_b = _TOKEN.findall(mid_a), _TOKEN.findall(mid_b)
-    a, b = [html.escape(old[:pre])], [html.escape(new[:pre])]
+    ops: Sequence[tuple[str, int, int, int, int]]
     if len(tok_a) + len(tok_b) > _MAX_TOKENS:
         ops = [("replace", 0, len(tok_a), 0, len(tok_b))]
     else:
@@ -179,27 +216,25 @@ def _highlight(old: str, new: str) -> tuple[str, str]:
     same = pre + suf + sum(len("".join(tok_a[i1:i2])) for tag, i1, i2, _, _ in ops
                            if tag == "equal")
     if same < 0.3 * max(len(old), len(new)):  # mostly different: marks would be noise
-        return html.escape(old), html.escape(new)
-    for tag, i1, i2, j1, j2 in ops:
-        seg_a, seg_b = html.escape("".join(tok_a[i1:i2])), html.escape("".join(tok_b[j1:j2]))
-        if tag == "equal":
-            a.append(seg_a)
-            b.append(seg_b)
-            continue
-        if seg_a:
-            a.append(f'<span class="pl-hl">{seg_a}</span>')
-        if seg_b:
-            b.append(f'<span class="pl-hl">{seg_b}</span>')
-    a.append(html.escape(old[len(old) - suf:]))
-    b.append(html.escape(new[len(new) - suf:]))
-    return "".join(a), "".join(b)
+        return code(old), code(new)
+    starts_a = [pre]
+    for t in tok_a:
+        starts_a.append(starts_a[-1] + len(t))
+    starts_b = [pre]
+    for t in tok_b:
+        starts_b.append(starts_b[-1] + len(t))
+    marks_a = [(starts_a[i1], starts_a[i2]) for tag, i1, i2, _, _ in ops
+               if tag != "equal" and i2 > i1]
+    marks_b = [(starts_b[j1], starts_b[j2]) for tag, _, _, j1, j2 in ops
+               if tag != "equal" and j2 > j1]
+    return code(old, marks_a), code(new, marks_b)
 
 
 def _ln(n: int | None) -> str:
     return f'<td class="pl-ln">{"" if n is None else n}</td>'
 
 
-def _sbs_rows(fd: Any, max_lines: int) -> Iterator[str]:
+def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
     body = 0
     for tag, i, j, old, new in rows(fd, paired=True):
         if tag == "hunk":
@@ -210,21 +245,24 @@ def _sbs_rows(fd: Any, max_lines: int) -> Iterator[str]:
             return
         body += 1
         if tag == "equal":
-            left = right = f'<td class="pl-code">{html.escape(old)}</td>'
+            left = right = f'<td class="pl-code">{code(old)}</td>'
         else:
             if old is not None and new is not None and fd._intraline:
-                old_html, new_html = _highlight(old, new)
+                old_html, new_html = _highlight(old, new, code)
             else:
-                old_html = "" if old is None else html.escape(old)
-                new_html = "" if new is None else html.escape(new)
+                old_html = "" if old is None else code(old)
+                new_html = "" if new is None else code(new)
+            moved_a, moved_b = fd._moved
+            del_cls = "pl-move" if i is not None and i - 1 in moved_a else "pl-del"
+            add_cls = "pl-move" if j is not None and j - 1 in moved_b else "pl-add"
             left = ('<td class="pl-code pl-empty"></td>' if old is None
-                    else f'<td class="pl-code pl-del">{old_html}</td>')
+                    else f'<td class="pl-code {del_cls}">{old_html}</td>')
             right = ('<td class="pl-code pl-empty"></td>' if new is None
-                     else f'<td class="pl-code pl-add">{new_html}</td>')
+                     else f'<td class="pl-code {add_cls}">{new_html}</td>')
         yield f"<tr>{_ln(i)}{left}{_ln(j)}{right}</tr>"
 
 
-def _unified_rows(fd: Any, max_lines: int) -> Iterator[str]:
+def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
     # Non-equal opcodes are always separated by equal ones, so a change is a run of
     # deletes followed by a run of inserts; pair them up for the intra-line marks.
     dels: list[Row] = []
@@ -232,13 +270,13 @@ def _unified_rows(fd: Any, max_lines: int) -> Iterator[str]:
 
     def flush() -> Iterator[str]:
         pairs = min(len(dels), len(ins)) if fd._intraline else 0
-        marked = [_highlight(dels[k][3], ins[k][4]) for k in range(pairs)]
+        marked = [_highlight(dels[k][3], ins[k][4], code) for k in range(pairs)]
         for k, (_, i, _, old, _) in enumerate(dels):
-            text = marked[k][0] if k < pairs else html.escape(old)
+            text = marked[k][0] if k < pairs else code(old)
             yield (f'<tr class="pl-del">{_ln(i)}{_ln(None)}<td class="pl-sign">-</td>'
                    f'<td class="pl-code">{text}</td></tr>')
         for k, (_, _, j, _, new) in enumerate(ins):
-            text = marked[k][1] if k < pairs else html.escape(new)
+            text = marked[k][1] if k < pairs else code(new)
             yield (f'<tr class="pl-add">{_ln(None)}{_ln(j)}<td class="pl-sign">+</td>'
                    f'<td class="pl-code">{text}</td></tr>')
         dels.clear()
@@ -256,13 +294,19 @@ def _unified_rows(fd: Any, max_lines: int) -> Iterator[str]:
             dels.append(row)
         elif tag == "insert":
             ins.append(row)
+        elif tag in ("moved-from", "moved-to"):
+            yield from flush()
+            out = tag == "moved-from"
+            yield (f'<tr class="pl-move">{_ln(row[1])}{_ln(row[2])}<td class="pl-sign" '
+                   f'title="{"moved from here" if out else "moved here"}">{"<" if out else ">"}'
+                   f'</td><td class="pl-code">{code(row[3] if out else row[4])}</td></tr>')
         else:
             yield from flush()
             if tag == "hunk":
                 yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(row[3])}</td></tr>'
             else:
                 yield (f'<tr>{_ln(row[1])}{_ln(row[2])}<td class="pl-sign"> </td>'
-                       f'<td class="pl-code">{html.escape(row[3])}</td></tr>')
+                       f'<td class="pl-code">{code(row[3])}</td></tr>')
     yield from flush()
     if truncated:
         yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, False)}</td></tr>'
@@ -271,31 +315,36 @@ def _unified_rows(fd: Any, max_lines: int) -> Iterator[str]:
 def _summary_counts(fd: Any) -> str:
     if fd.status == "unchanged":
         return ""
+    moved = f' <span class="pl-count-move">{fd.lines_moved} moved</span>' if fd.lines_moved else ""
     return (f' <span class="pl-count-add">+{fd.lines_added}</span>'
-            f' <span class="pl-count-del">-{fd.lines_removed}</span>')
+            f' <span class="pl-count-del">-{fd.lines_removed}</span>{moved}')
 
 
-def html_block(fd: Any, mode: str, max_lines: int) -> str:
+def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True) -> str:
     """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`)."""
     name, status = html.escape(fd.name), html.escape(fd.status)
     if fd.status == "renamed":
         name = f"{html.escape(fd.old_name)} → {name}"
-    head = (f'<summary><span class="pl-status">{status}</span> <code>{name}</code> '
-            f'<span class="pl-kind">{html.escape(fd.kind)}</span>{_summary_counts(fd)}</summary>')
+    head = (f'<summary><span class="pl-status">{html.escape(status_text(fd))}</span> '
+            f'<code>{name}</code> <span class="pl-kind">{html.escape(fd.kind)}</span>'
+            f'{_summary_counts(fd)}</summary>')
     if fd.status == "unchanged":
         return f'<details class="pl-func pl-unchanged">{head}</details>'
-    if fd.text_identical:
+    if fd.callees_renamed:
+        body = f'<div class="pl-note">{html.escape(callee_note(fd))}.</div>'
+    elif fd.text_identical:
         body = f'<div class="pl-note">{IDENTICAL_NOTE}.</div>'
     else:
         render = _sbs_rows if mode == "side-by-side" else _unified_rows
         table_class = "pl-t pl-sbs" if mode == "side-by-side" else "pl-t pl-unified"
         body = (f'<div class="pl-scroll"><table class="{table_class}">'
-                + "".join(render(fd, max_lines)) + "</table></div>")
+                + "".join(render(fd, max_lines, line_html if highlight else plain_code))
+                + "</table></div>")
     return f'<details open class="pl-func pl-{status}">{head}{body}</details>'
 
 
 def wrap_html(inner: str) -> str:
-    return f'<div class="passlab-diff"><style>{CSS}</style>{inner}</div>'
+    return f'<div class="passlab-diff"><style>{CSS}\n{TOKEN_CSS}</style>{inner}</div>'
 
 
 def error_html(message: str) -> str:

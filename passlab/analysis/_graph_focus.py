@@ -120,3 +120,68 @@ def collapse(g: Any, min_block: int = 3) -> Any:
                      f"({block[0].label} ... {block[-1].label}) into 1 block + {rid}")
         g = replace(g, nodes=tuple(nodes), edges=tuple(edges))
     return replace(g, notes=tuple(notes))
+
+
+#: ``fused_graph(params=...)`` modes.
+PARAM_MODES = ("collapse", "show", "hide")
+#: Node kinds that hold parameters (weights and bound constants).
+PARAM_KINDS = frozenset({"weight", "constant"})
+
+
+def fold_params(g: Any, mode: str) -> Any:
+    """Fold weights and parameter plumbing away.
+
+    A node is parameter plumbing when it is a weight or constant, or a call all of whose
+    inputs are parameter plumbing (a bias ``reshape``, a weight ``transpose``): it
+    computes nothing that depends on the model's input. With ``"collapse"`` each consumer
+    of such nodes keeps a note of them (:attr:`Node.params`, :attr:`Node.param_bytes`);
+    with ``"hide"`` they simply go; ``"show"`` returns ``g`` as it is.
+    """
+    if mode == "show":
+        return g
+    if mode not in PARAM_MODES:
+        from passlab.errors import unknown
+
+        raise unknown("params mode", str(mode), PARAM_MODES)
+    incoming: dict[str, list[Any]] = {}
+    for e in g.edges:
+        incoming.setdefault(e.dst, []).append(e)
+    plumbing: set[str] = set()
+    for n in g.nodes:  # nodes are in program order: producers come first
+        ins = incoming.get(n.id, [])
+        if n.kind in PARAM_KINDS or (n.kind not in TERMINALS and n.kind != "alloc" and ins
+                                     and all(e.src in plumbing for e in ins)):
+            plumbing.add(n.id)
+    if not plumbing:
+        return g
+    out_bytes: dict[str, int | None] = {}
+    for e in g.edges:
+        out_bytes.setdefault(e.src, e.bytes)
+    roots: dict[str, dict[str, int | None]] = {}  # plumbing node -> the parameters it holds
+    for n in g.nodes:
+        if n.id in plumbing:
+            roots[n.id] = ({n.id: out_bytes.get(n.id)} if n.kind in PARAM_KINDS else
+                           {r: b for e in incoming[n.id] for r, b in roots[e.src].items()})
+    folded: dict[str, dict[str, int | None]] = {}  # consumer -> {parameter: bytes}
+    for e in g.edges:
+        if e.src in plumbing and e.dst not in plumbing:
+            folded.setdefault(e.dst, {}).update(roots[e.src])
+    nodes = []
+    for n in g.nodes:
+        if n.id in plumbing:
+            continue
+        got = folded.get(n.id)
+        if got and mode == "collapse":
+            sizes = list(got.values())
+            n = replace(n, params=tuple(got), param_bytes=None if None in sizes else
+                        sum(b for b in sizes if b is not None))
+        nodes.append(n)
+    edges = tuple(e for e in g.edges if e.src not in plumbing and e.dst not in plumbing)
+    n_params = sum(1 for n in g.nodes if n.id in plumbing and n.kind in PARAM_KINDS)
+    n_calls = len(plumbing) - n_params
+    what = "folded into their consumers" if mode == "collapse" else "hidden"
+    note = (f"{n_params} parameter{'s' if n_params != 1 else ''}"
+            + (f" and {n_calls} call{'s' if n_calls != 1 else ''} that only transform "
+               "parameters" if n_calls else "")
+            + f" {what} (params='show' draws them)")
+    return replace(g, nodes=tuple(nodes), edges=edges, notes=(*g.notes, note))

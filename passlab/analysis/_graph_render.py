@@ -14,13 +14,21 @@ from typing import Any
 
 from passlab import _render
 
-__all__ = ["TERMINALS", "bytes_text", "shown", "to_dot", "to_text", "to_html"]
+__all__ = ["TERMINALS", "bytes_text", "params_text", "shown", "to_dot", "to_text", "to_html"]
 
 #: Node kinds that are data, not computation.
 TERMINALS = frozenset({"input", "weight", "constant", "output"})
 _FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant": "#eeeeee",
          "op": "#fff2cc", "kernel": "#fff2cc", "fused": "#ffd8a8", "composite": "#e5dbff",
          "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5"}
+
+
+def params_text(n: Any) -> str:
+    """What ``params="collapse"`` folded into a node: "3 params, 4.5 KiB"."""
+    if not n.params:
+        return ""
+    size = "" if n.param_bytes is None else f", {_render.human_bytes(n.param_bytes)}"
+    return f"{len(n.params)} param{'s' if len(n.params) != 1 else ''}{size}"
 
 
 def bytes_text(e: Any) -> str:
@@ -97,6 +105,8 @@ def to_text(g: Any) -> str:
                 head += f" ({n.pattern_name})"
         if n.cluster:
             head += f" in {n.cluster}"
+        if n.params:
+            head += f" (+{params_text(n)}: {', '.join(n.params)})"
         lines.append(head)
         lines += [f"      <- {e.label}" + (f" (from {e.src})" if e.src != e.tensor else "")
                   for e in incoming.get(n.id, [])]
@@ -122,8 +132,9 @@ def to_html(g: Any) -> str:
         incoming.setdefault(e.dst, []).append(e.label + (f" from {e.src}" if e.src != e.tensor
                                                           else ""))
     rows = [[n.id, n.kind, n.label, " + ".join(n.ops), n.pattern_name,
-             "; ".join(incoming.get(n.id, []))] for n in nodes]
-    table = _render.html_table(["node", "kind", "label", "ops", "pattern", "inputs"], rows,
+             "; ".join(incoming.get(n.id, [])), params_text(n)] for n in nodes]
+    table = _render.html_table(["node", "kind", "label", "ops", "pattern", "inputs", "params"],
+                               rows,
                                classes=[n.kind for n in nodes])
     return f'<div class="passlab-graph">{head}{table}</div>'
 
@@ -144,6 +155,8 @@ def _node_attrs(n: Any) -> str:
         lines.append(f'<FONT POINT-SIZE="9">{"<BR/>".join(esc(r) for r in rows)}</FONT>')
     if n.pattern is not None:
         lines.append(f'<FONT POINT-SIZE="8" COLOR="#666666">{esc(n.pattern_name)}</FONT>')
+    if n.params:
+        lines.append(f'<FONT POINT-SIZE="8" COLOR="#666666">+ {esc(params_text(n))}</FONT>')
     shape = {"input": "oval", "output": "oval", "weight": "note", "constant": "note"}.get(
         n.kind, "box")
     style = "filled" if n.kind in TERMINALS else "rounded,filled"

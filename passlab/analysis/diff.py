@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import difflib
 import html
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
+from passlab import _tvm
+from passlab._render import Displayable
+from passlab._sequence import NamedSequence
 from passlab._tvm import printing as _printing
 from passlab.analysis import _diff_render as _render
 from passlab.errors import unknown
@@ -34,7 +38,7 @@ Status = Literal["added", "removed", "modified", "renamed", "unchanged"]
 
 
 @dataclass(frozen=True, eq=False)
-class FunctionDiff:
+class FunctionDiff(Displayable):
     """How one function differs between two snapshots.
 
     ``name`` is the function's name after (before, for a removed one); ``old_name`` its
@@ -48,6 +52,10 @@ class FunctionDiff:
     before: Any = field(default=None, repr=False)
     after: Any = field(default=None, repr=False)
     context: int = 3
+    callees_renamed: tuple[tuple[str, str], ...] = ()
+    """For a caller that changed only because functions it calls were renamed: the
+    ``(old, new)`` names; its diff then has no lines (``before`` is printed with the new
+    names)."""
 
     @cached_property
     def before_text(self) -> str:
@@ -77,6 +85,30 @@ class FunctionDiff:
         return tuple(tuple(g) for g in matcher.get_grouped_opcodes(self.context))
 
     @cached_property
+    def _moved(self) -> tuple[frozenset[int], frozenset[int]]:
+        """Old and new line indices of bindings that only moved: a removed line whose
+        exact text is also an added line elsewhere (a reorder without a change of data
+        flow keeps every binding's text)."""
+        removed: dict[str, list[int]] = {}
+        added: list[tuple[int, str]] = []
+        a, b = self._before_lines, self._after_lines
+        for group in self._groups:
+            for tag, i1, i2, j1, j2 in group:
+                if tag == "equal":
+                    continue
+                for i in range(i1, i2):
+                    if _is_binding(a[i]):
+                        removed.setdefault(a[i], []).append(i)
+                added.extend((j, b[j]) for j in range(j1, j2) if _is_binding(b[j]))
+        old_moved, new_moved = set(), set()
+        for j, text in added:
+            hits = removed.get(text)
+            if hits:
+                old_moved.add(hits.pop(0))
+                new_moved.add(j)
+        return frozenset(old_moved), frozenset(new_moved)
+
+    @cached_property
     def _counts(self) -> tuple[int, int]:
         added = removed = 0
         for group in self._groups:
@@ -84,7 +116,13 @@ class FunctionDiff:
                 if tag != "equal":
                     removed += i2 - i1
                     added += j2 - j1
-        return added, removed
+        moved = len(self._moved[0])
+        return added - moved, removed - moved
+
+    @property
+    def lines_moved(self) -> int:
+        """Bindings whose line moved unchanged (counted neither as added nor removed)."""
+        return len(self._moved[0])
 
     @property
     def lines_added(self) -> int:
@@ -104,7 +142,8 @@ class FunctionDiff:
     @property
     def text_identical(self) -> bool:
         """Structurally changed, yet both versions print the same TVMScript."""
-        return self.status == "modified" and self.before_text == self.after_text
+        return (self.status == "modified" and not self.callees_renamed
+                and self.before_text == self.after_text)
 
     def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES) -> str:
         """A ``git diff``-style block: header, ``---``/``+++`` lines and hunks."""
@@ -114,8 +153,8 @@ class FunctionDiff:
         """Self-contained HTML: ``mode`` is ``"side-by-side"`` or ``"unified"``."""
         return _render.wrap_html(_render.html_block(self, _check_mode(mode), max_lines))
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _mimebundle(self, include, exclude)
+    def _display_text(self) -> str:
+        return _plain(self.to_text())
 
     def __repr__(self) -> str:
         old = f"{self.old_name!r} -> " if self.status == "renamed" else ""
@@ -123,7 +162,7 @@ class FunctionDiff:
 
 
 @dataclass(frozen=True, eq=False)
-class ModuleDiff(Sequence[FunctionDiff]):
+class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
     """The functions that differ between two snapshots, sorted by name.
 
     A sequence of :class:`FunctionDiff`; index it by position or by function name (old or
@@ -133,34 +172,24 @@ class ModuleDiff(Sequence[FunctionDiff]):
     functions: tuple[FunctionDiff, ...]
     title: str = ""
 
-    def __len__(self) -> int:
-        return len(self.functions)
-
-    def __iter__(self) -> Iterator[FunctionDiff]:
-        return iter(self.functions)
+    def _items(self) -> tuple[FunctionDiff, ...]:
+        return self.functions
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
             return any(item in (fd.name, fd.old_name) for fd in self.functions)
         return any(item is fd for fd in self.functions)
 
-    @overload
-    def __getitem__(self, key: int | str) -> FunctionDiff: ...
-    @overload
-    def __getitem__(self, key: slice) -> tuple[FunctionDiff, ...]: ...
-
-    def __getitem__(self, key: int | str | slice) -> FunctionDiff | tuple[FunctionDiff, ...]:
-        if isinstance(key, str):
-            for fd in self.functions:
-                if key in (fd.name, fd.old_name):
-                    return fd
-            raise unknown("function", key, [fd.name for fd in self.functions],
-                          extra="This diff lists only changed functions unless "
-                          "all_functions=True.")
-        return self.functions[key]
+    def _by_name(self, name: str) -> FunctionDiff:
+        for fd in self.functions:
+            if name in (fd.name, fd.old_name):
+                return fd
+        raise unknown("function", name, [fd.name for fd in self.functions],
+                      extra="This diff lists only changed functions unless all_functions=True.")
 
     def _names(self, status: str) -> tuple[str, ...]:
-        return tuple(fd.name for fd in self.functions if fd.status == status)
+        return tuple(fd.name for fd in self.functions
+                     if fd.status == status and not fd.callees_renamed)
 
     @property
     def added(self) -> tuple[str, ...]:
@@ -174,8 +203,14 @@ class ModuleDiff(Sequence[FunctionDiff]):
 
     @property
     def modified(self) -> tuple[str, ...]:
-        """Names of functions in both snapshots whose IR differs."""
+        """Names of functions in both snapshots whose code differs (callers that only
+        call renamed functions by their new names are :attr:`callers_updated`)."""
         return self._names("modified")
+
+    @property
+    def callers_updated(self) -> tuple[str, ...]:
+        """Functions that changed only because functions they call were renamed."""
+        return tuple(fd.name for fd in self.functions if fd.callees_renamed)
 
     @property
     def renamed(self) -> tuple[tuple[str, str], ...]:
@@ -201,8 +236,11 @@ class ModuleDiff(Sequence[FunctionDiff]):
     def _summary(self) -> str:
         changed = sum(fd.status != "unchanged" for fd in self.functions)
         noun = "function" if changed == 1 else "functions"
+        callers = len(self.callers_updated)
         return (f"{changed} {noun} changed: {len(self.added)} added, {len(self.removed)} "
-                f"removed, {len(self.modified)} modified, {len(self.renamed)} renamed")
+                f"removed, {len(self.modified)} modified, {len(self.renamed)} renamed"
+                + (f" ({callers} caller{'s' if callers != 1 else ''} only call"
+                   f"{'s' if callers == 1 else ''} renamed functions)" if callers else ""))
 
     def _split(self, max_functions: int | None) -> tuple[tuple[FunctionDiff, ...], str]:
         """The functions to render, and a note naming the others (printing nothing)."""
@@ -233,9 +271,11 @@ class ModuleDiff(Sequence[FunctionDiff]):
         return "\n".join([head, *blocks] + ([note] if note else []))
 
     def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES,
-                max_functions: int | None = None) -> str:
+                max_functions: int | None = None, highlight: bool = True) -> str:
         """Self-contained HTML (inline CSS, no scripts or external resources) of every
-        changed function, or of the first ``max_functions`` (the others are named)."""
+        changed function, or of the first ``max_functions`` (the others are named).
+        ``highlight=False`` leaves the token colours to the page (the static report
+        colours a diff when it is shown)."""
         mode = _check_mode(mode)
         title = f"<b>{html.escape(self.title)}</b>: " if self.title else ""
         if self.unchanged:
@@ -245,12 +285,16 @@ class ModuleDiff(Sequence[FunctionDiff]):
         summary = (f'<div class="pl-summary">{title}{self._summary()} '
                    f'(<span class="pl-count-add">+{added}</span> '
                    f'<span class="pl-count-del">-{removed}</span> lines{scope})</div>')
-        blocks = "".join(_render.html_block(fd, mode, max_lines) for fd in shown)
+        blocks = "".join(_render.html_block(fd, mode, max_lines, highlight) for fd in shown)
         tail = f'<div class="pl-note">{html.escape(note)}</div>' if note else ""
         return _render.wrap_html(summary + blocks + tail)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _mimebundle(self, include, exclude)
+    # a notebook shows a first view: printing is the cost, so only FIRST_VIEW functions
+    def _display_text(self) -> str:
+        return _plain(self.to_text(max_functions=FIRST_VIEW))
+
+    def _display_html(self) -> str:
+        return self.to_html(max_functions=FIRST_VIEW)
 
     def __repr__(self) -> str:
         title = f" {self.title!r}" if self.title else ""
@@ -266,27 +310,13 @@ def _check_mode(mode: str) -> str:
     return mode
 
 
-def _mimebundle(obj: FunctionDiff | ModuleDiff, include: Any, exclude: Any) -> dict[str, str]:
-    """Text and HTML forms; a display hook must never raise, so errors become a panel."""
-    bundle: dict[str, str] = {}
-    first = {"max_functions": FIRST_VIEW} if isinstance(obj, ModuleDiff) else {}
-    try:
-        lines = obj.to_text(**first).split("\n")
-        if len(lines) > _PLAIN_LINES:
-            lines = lines[:_PLAIN_LINES] + [
-                f"... {len(lines) - _PLAIN_LINES} more lines; .to_text() has all of them"]
-        bundle["text/plain"] = "\n".join(lines)
-    except Exception as err:  # noqa: BLE001 - display hooks never raise
-        bundle["text/plain"] = f"<{type(obj).__name__}: could not render: {err!r}>"
-    try:
-        bundle["text/html"] = obj.to_html(**first)
-    except Exception as err:  # noqa: BLE001
-        bundle["text/html"] = _render.error_html(f"{type(err).__name__}: {err}")
-    if include:
-        bundle = {k: v for k, v in bundle.items() if k in include}
-    if exclude:
-        bundle = {k: v for k, v in bundle.items() if k not in exclude}
-    return bundle
+def _plain(text: str) -> str:
+    """The plain-text notebook/terminal form: at most ``_PLAIN_LINES`` lines."""
+    lines = text.split("\n")
+    if len(lines) > _PLAIN_LINES:
+        lines = lines[:_PLAIN_LINES] + [
+            f"... {len(lines) - _PLAIN_LINES} more lines; .to_text() has all of them"]
+    return "\n".join(lines)
 
 
 def _module(obj: Any, role: str) -> tuple[Any, str | None]:
@@ -371,15 +401,26 @@ def diff(
         result.append(FunctionDiff(name, status, _printing.function_kind(func), old_name,
                                    f_old, f_new, context))
 
+    removed = sorted(old.keys() - new.keys())
+    added = sorted(new.keys() - old.keys())
+    renames = _renames(old, new, removed, added, function) if hide_renames else {}
+    renamed_old = _callers_renamed(before, old, renames)
     for name in old.keys() & new.keys():
         if function is not None and name != function:
             continue
         same = _printing.same_function(old[name], new[name])
-        if not same or all_functions:
-            make(name, "unchanged" if same else "modified", name, old[name], new[name])
-    removed = sorted(old.keys() - new.keys())
-    added = sorted(new.keys() - old.keys())
-    renames = _renames(old, new, removed, added, function) if hide_renames else {}
+        if same:
+            if all_functions:
+                make(name, "unchanged", name, old[name], new[name])
+            continue
+        f_old = renamed_old.get(name)
+        if f_old is not None and _printing.same_function(f_old, new[name]):
+            callees = tuple((o, n) for o, n in renames.items()
+                            if o in _tvm.called_functions(old[name]))
+            result.append(FunctionDiff(name, "modified", _printing.function_kind(new[name]),
+                                       name, f_old, new[name], context, callees))
+        else:
+            make(name, "modified", name, old[name], new[name])
     for name in removed:
         if name in renames:
             make(renames[name], "renamed", name, old[name], new[renames[name]])
@@ -389,9 +430,26 @@ def diff(
     for name in added:
         if name not in taken and function in (None, name):
             make(name, "added", None, None, new[name])
-    # the graph-level (Relax) functions first: they say what a pass did to the model
-    result.sort(key=lambda fd: (fd.kind != "relax", fd.name, fd.old_name or ""))
+    result.sort(key=_reading_order)
     return ModuleDiff(tuple(result), title)
+
+
+def _is_binding(line: str) -> bool:
+    """A line that binds a variable (``x = ...`` / ``x: T = ...``), the unit of a move."""
+    return " = " in line and not line.lstrip().startswith(("#", "@", "def "))
+
+
+def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """``fused_conv2d1`` before ``fused_conv2d10``: digit runs compare as numbers."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", name) if t)
+
+
+def _reading_order(fd: FunctionDiff) -> tuple[Any, ...]:
+    """The graph-level (Relax) functions first, the modified ones (the entry) before new
+    helpers, since they say what a pass did to the model; then kernels in natural order."""
+    relax = fd.kind == "relax"
+    return (not relax, relax and fd.status != "modified", _natural(fd.name),
+            fd.old_name or "")
 
 
 def _renames(old: dict[str, Any], new: dict[str, Any], removed: list[str], added: list[str],
@@ -406,14 +464,31 @@ def _renames(old: dict[str, Any], new: dict[str, Any], removed: list[str], added
             return {}
     if not removed or not added:
         return {}
+    # a public function renamed with its global_symbol differs in that attribute only
+    strip = _tvm.without_symbol
     buckets: dict[int, list[str]] = {}
     for name in added:
-        buckets.setdefault(_printing.structural_key(new[name]), []).append(name)
+        buckets.setdefault(_printing.structural_key(strip(new[name])), []).append(name)
     found: dict[str, str] = {}
     for name in removed:
-        for candidate in buckets.get(_printing.structural_key(old[name]), ()):
-            if candidate not in found.values() and _printing.same_function(old[name],
-                                                                          new[candidate]):
+        for candidate in buckets.get(_printing.structural_key(strip(old[name])), ()):
+            if candidate not in found.values() and _printing.same_function(
+                    strip(old[name]), strip(new[candidate])):
                 found[name] = candidate
                 break
     return found
+
+
+def _callers_renamed(before: Any, old: dict[str, Any], renames: dict[str, str]
+                     ) -> dict[str, Any]:
+    """The old functions with renamed public callees called by their new names, so that a
+    caller that changed only in those calls compares equal (empty when nothing to do)."""
+    public = {o: n for o, n in renames.items()
+              if old[o].attrs is not None and "global_symbol" in old[o].attrs}
+    if not public:
+        return {}
+    try:
+        mod = _tvm.rename_functions(before, public)
+    except Exception:  # TVM refused (a name clash): fall back to the plain line diff
+        return {}
+    return _printing.module_functions(mod)

@@ -11,20 +11,23 @@ Examples
 --------
 >>> import passlab
 >>> from passlab.analysis.graph import fused_graph
->>> g = fused_graph(passlab.models.mlp())
+>>> g = fused_graph(passlab.models.mlp())  # weight transposes fold into their consumers
 >>> [n.label for n in g.nodes if n.kind == "op"]
+['matmul', 'add', 'nn.relu', 'matmul', 'add']
+>>> [n.label for n in fused_graph(passlab.models.mlp(), params="show").nodes if n.kind == "op"]
 ['permute_dims', 'matmul', 'add', 'nn.relu', 'permute_dims', 'matmul', 'add']
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from passlab import _render
+from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
-from passlab.analysis import _graph_focus, _graph_render
+from passlab.analysis import _graph_export, _graph_focus, _graph_render
 from passlab.analysis._graph_render import (
     TERMINALS as TERMINALS,  # node kinds that are data, not computation
 )
@@ -40,6 +43,9 @@ class Node:
     (Relax operator), ``kernel`` (one PrimFunc), ``fused`` (a fused function or fused
     PrimFunc), ``composite`` (a pattern-matched partition), ``call`` (any other call),
     ``alloc`` or ``repeat`` (identical blocks folded by ``collapse=True``).
+    ``params`` names the parameter nodes folded into this one by ``params="collapse"``
+    (weights, constants and calls that only transform them) and ``param_bytes`` their
+    bytes (None when a size is symbolic).
     """
 
     id: str
@@ -50,6 +56,8 @@ class Node:
     binding: int | None = None
     cluster: str | None = None
     count: int = 1
+    params: tuple[str, ...] = ()
+    param_bytes: int | None = None
 
     @property
     def pattern_name(self) -> str:
@@ -89,7 +97,7 @@ class Cluster:
 
 
 @dataclass(frozen=True)
-class FusedGraph:
+class FusedGraph(NamedSequence[Node], _render.Displayable):
     """Immutable operator graph of one Relax function (see :func:`fused_graph`).
 
     Behaves like a sequence of :class:`Node`: ``len``, iteration, indexing by position or
@@ -104,21 +112,16 @@ class FusedGraph:
     max_nodes: int | None = 200
     notes: tuple[str, ...] = field(default=())
 
-    def __len__(self) -> int:
-        return len(self.nodes)
+    def _items(self) -> tuple[Node, ...]:
+        return self.nodes
 
-    def __iter__(self) -> Iterator[Node]:
-        return iter(self.nodes)
-
-    def __getitem__(self, key: int | str) -> Node:
-        if isinstance(key, int):
-            return self.nodes[key]
+    def _by_name(self, name: str) -> Node:
         for n in self.nodes:
-            if n.id == key:
+            if n.id == name:
                 return n
         from passlab.errors import unknown
 
-        raise unknown("node", key, [n.id for n in self.nodes])
+        raise unknown("node", name, [n.id for n in self.nodes])
 
     def __repr__(self) -> str:
         return (f"FusedGraph(function={self.function!r}, nodes={len(self.nodes)}, "
@@ -151,6 +154,20 @@ class FusedGraph:
         escaped."""
         return _graph_render.to_html(self)
 
+    def to_model_explorer(self, graph_id: str | None = None) -> dict[str, Any]:
+        """This graph in Google Model Explorer's JSON graph format (one ``Graph``: ``id``,
+        ``nodes`` with ``namespace``, ``attrs``, ``incomingEdges`` and
+        ``outputsMetadata``). :func:`passlab.to_model_explorer` writes a file of them.
+
+        Examples
+        --------
+        >>> g = fused_graph(passlab.models.mlp())
+        >>> me = g.to_model_explorer()
+        >>> me["id"], [n["id"] for n in me["nodes"]][:2], me["nodes"][1]["incomingEdges"]
+        ('forward', ['x', 'matmul'], [{'sourceNodeId': 'x', 'sourceNodeOutputId': '0', 'targetNodeInputId': '0'}])
+        """
+        return _graph_export.to_model_explorer(self, graph_id)
+
     def to_dataframe(self, table: str = "nodes") -> Any:
         """The nodes (``table="nodes"``) or edges (``"edges"``) as a pandas DataFrame."""
         import pandas as pd
@@ -161,9 +178,6 @@ class FusedGraph:
             raise ValueError(f"table must be 'nodes' or 'edges', not {table!r}")
         return pd.DataFrame([{**vars(n), "pattern_name": n.pattern_name} for n in self.nodes])
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _render.mimebundle(self)
-
 
 def fused_graph(
     x: Any,
@@ -172,6 +186,8 @@ def fused_graph(
     before: Any = None,
     region: str | tuple[int, int] | None = None,
     collapse: bool = False,
+    params: str = "collapse",
+    inputs: Sequence[str] | None = None,
     max_nodes: int | None = 200,
     bounds: Mapping[str, int] | None = None,
 ) -> FusedGraph:
@@ -194,6 +210,15 @@ def fused_graph(
     collapse : bool
         Fold runs of identical blocks (same kernels, shapes and dtypes: e.g. transformer
         layers) into one ``repeat`` node after the first block.
+    params : {"collapse", "show", "hide"}
+        Weights and parameter plumbing (bound constants, parameters after ``num_input``,
+        and calls that only transform them, like a bias ``reshape``): ``"collapse"``
+        (default) removes them and notes them on their consumers (:attr:`Node.params`),
+        ``"hide"`` removes them, ``"show"`` draws them.
+    inputs : sequence of str, optional
+        Names of the real inputs, for models that do not say (an ONNX file whose weights
+        are graph inputs makes ``num_input`` cover everything): the other parameters are
+        weights.
     max_nodes : int or None
         Renderings (DOT, text, HTML) show at most this many nodes, with a "shown N of M
         nodes" note; :attr:`FusedGraph.nodes` always holds every node (of the region).
@@ -207,9 +232,12 @@ def fused_graph(
     Examples
     --------
     >>> import passlab
-    >>> g = fused_graph(passlab.models.mlp())
+    >>> g = fused_graph(passlab.models.mlp(), params="show")
     >>> g["matmul"].kind, [e.tensor for e in g.inputs_of("matmul")]
     ('op', ['x', 'permute_dims'])
+    >>> g = fused_graph(passlab.models.mlp())  # weights folded into their consumers
+    >>> g["matmul"].params, [e.tensor for e in g.inputs_of("matmul")]
+    (('fc1.weight',), ['x'])
     """
     mod, step_before = _ir.as_module(x)
     name = _ir.select_functions(mod, function, all_when_none=False)[0]
@@ -218,11 +246,27 @@ def fused_graph(
     walker = _ir.Walker(mod, before if before is not None else step_before, bounds)
     walk = walker.walk(name)
     graph = _from_walk(walk, max_nodes)
+    if inputs is not None:
+        graph = _mark_weights(graph, inputs)
+    graph = _graph_focus.fold_params(graph, params)
     if region is not None:
         graph = _graph_focus.keep_region(graph, region)
     if collapse:
         graph = _graph_focus.collapse(graph)
     return graph
+
+
+def _mark_weights(g: FusedGraph, inputs: Sequence[str]) -> FusedGraph:
+    names = [n.id for n in g.nodes if n.kind == "input"]
+    missing = [i for i in inputs if i not in names]
+    if missing:
+        from passlab.errors import unknown
+
+        raise unknown("input", missing[0], names, extra="inputs= names the real inputs.")
+    keep = set(inputs)
+    nodes = tuple(replace(n, kind="weight") if n.kind == "input" and n.id not in keep else n
+                  for n in g.nodes)
+    return replace(g, nodes=nodes)
 
 
 def _from_walk(w: _ir.Walk, max_nodes: int | None) -> FusedGraph:

@@ -55,7 +55,7 @@ def decode_block(payload: str, encoding: str | None) -> str:
 
 def asset(name: str) -> str:
     """A file of ``passlab/views/static`` as text."""
-    return resources.files("passlab.views").joinpath("static", name).read_text("utf-8")
+    return resources.files("passlab.views").joinpath("static").joinpath(name).read_text("utf-8")
 
 
 _SVG_START = re.compile(r"<svg\b", re.IGNORECASE)

@@ -111,16 +111,25 @@ def graph_panel(step: Step, program: str | None) -> str:
     return f'<div class="pl-note">{esc(note)}</div>{table}'
 
 
-def buffers_panel(step: Step) -> tuple[str, str]:
-    """(headline "peak N, total M" or "", the buffer tables or why there are none)."""
+def buffers_panel(step: Step, compare_with: Step | None = None) -> tuple[str, str]:
+    """(headline "peak N, total M" or "", the liveness picture and the buffer tables, or
+    why there are none). With ``compare_with`` (an earlier step, e.g. CallTIRRewrite) the
+    picture of that step is drawn above this one's on the same axes."""
     reason = no_relax_reason(step)
     if reason is not None:
         return "", f'<div class="pl-plain">{esc(reason)}.</div>'
     try:
         report = buffers(step)
-        body = report.to_html()
+        body = report.to_html(plot=True)
     except Exception as exc:
         return "", error_panel("the buffer table", exc)
+    if compare_with is not None and no_relax_reason(compare_with) is None:
+        try:
+            pair = buffers(compare_with).plot(compare=report).to_html()
+            body += (f"<h3>Before and after: {esc(compare_with.label)} vs "
+                     f"{esc(step.label)}</h3>{pair}")
+        except Exception as exc:  # the single picture above still shows
+            body += error_panel("the before/after picture", exc)
     try:
         exact = "" if getattr(report, "peak_exact", True) else ">= "
         head = f"peak {exact}{human_bytes(report.peak_bytes)}, total {human_bytes(report.total_bytes)}"

@@ -27,7 +27,7 @@ try:
 except ImportError as _missing:  # a stand-in that says what to install, raised on use
     _error = _missing
 
-    class Explorer:  # type: ignore[no-redef]
+    class Explorer:
         """Stand-in: ipywidgets/anywidget are not installed."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -50,7 +50,8 @@ else:
             first user pass or the first pass that changed the module.
         **kwargs
             Initial values of other traits: ``compare_a``, ``compare_b``,
-            ``changed_only``, ``stage``, ``search``, ``show_inner``, ``diff_mode``.
+            ``changed_only``, ``stage``, ``search``, ``show_inner``, ``diff_mode``,
+            ``bounds`` (values for symbolic dimensions in the buffers pane).
 
         Examples
         --------
@@ -88,6 +89,13 @@ else:
         diff_html = t.Unicode(help="diff of the selected pass").tag(sync=True)
         graph_html = t.Unicode(help="fused graph after the selected pass").tag(sync=True)
         buffers_html = t.Unicode(help="buffers after the selected pass").tag(sync=True)
+        explain_html = t.Unicode(help="the Explain strip above the step panes: what the "
+                                      "selected pass does and what it changed here"
+                                 ).tag(sync=True)
+        bounds = t.Dict(value_trait=t.Int(min=0), help="values for symbolic dimensions in the "
+                        "buffers pane, e.g. {'n': 128} (the front end's sliders)").tag(sync=True)
+        symbols = t.List(t.Unicode(), help="symbolic dimensions of the buffers after the "
+                         "selected pass (a slider each)").tag(sync=True)
         compare_a = t.Int(-1, help="compare: from this step's input").tag(sync=True)
         compare_b = t.Int(-1, help="compare: to this step's output").tag(sync=True)
         compare_html = t.Unicode(help="diff from compare_a to compare_b").tag(sync=True)
@@ -95,6 +103,9 @@ else:
         node = t.Unicode("", help="id of the graph node clicked in the front end").tag(sync=True)
         kernel_title = t.Unicode(help="what kernel_text shows").tag(sync=True)
         kernel_text = t.Unicode(help="TVMScript of the clicked node's kernel").tag(sync=True)
+        code_title = t.Unicode(help="what code_text shows").tag(sync=True)
+        code_text = t.Unicode(help="the code the target generated for the clicked node's "
+                              "kernel (the trace's codegen step)").tag(sync=True)
         rendered = t.Int(0, help="bumped after every render (the front end's busy flag)"
                          ).tag(sync=True)
 
@@ -108,7 +119,7 @@ else:
             self._panes = panes.PaneRenderer(trace)
             self._ready = False  # observers wait until every trait is set
             main = [s for s in trace if s.kind == "pass"] or list(trace)
-            relax = [s for s in main if s.stage != "tir"] or main
+            relax = [s for s in main if s.level == "relax"] or main
             first = selected if selected is not None else panes.default_selection(trace)
             state = dict(compare_a=main[0].index if main else -1,
                          compare_b=relax[-1].index if relax else -1)
@@ -172,14 +183,19 @@ else:
                         setattr(self, name, "")  # stale: re-rendered when its tab opens
                 self.node = ""
                 self.kernel_title = self.kernel_text = ""
+                self.code_title = self.code_text = ""
+                self.explain_html = self._panes.explain(self.selected)
                 self._render()
 
-        @t.observe("tab", "diff_mode", "diff_all", "compare_a", "compare_b")
+        @t.observe("tab", "diff_mode", "diff_all", "compare_a", "compare_b", "bounds")
         def _on_view(self, change: Any) -> None:
             if not self._ready:
                 return
             if change["name"] in ("diff_mode", "diff_all"):
                 self.diff_html = self.compare_html = ""
+            if change["name"] == "bounds" and self.tab != "buffers":
+                self.buffers_html = ""  # stale: redrawn with the bounds when opened
+                return
             self._render()
 
         @t.observe("node")
@@ -188,10 +204,13 @@ else:
                 return
             try:
                 title, text = self._panes.kernel(self.selected, change["new"])
+                code_title, code_text = self._panes.code(self.selected, change["new"])
             except Exception as exc:  # noqa: BLE001 - the widget shows it and lives on
                 title, text = f"could not look up {change['new']!r}", f"{type(exc).__name__}: {exc}"
+                code_title = code_text = ""
             with self.hold_sync():
                 self.kernel_title, self.kernel_text = title, text
+                self.code_title, self.code_text = code_title, code_text
 
         def _render(self) -> None:
             """Fill the open pane for the current selection (a cached pane is free)."""
@@ -199,8 +218,10 @@ else:
             try:
                 out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
                                        a=self.compare_a, b=self.compare_b,
-                                       all_functions=self.diff_all)
+                                       all_functions=self.diff_all, bounds=self.bounds)
                 setattr(self, f"{tab}_html", out)
+                if tab == "buffers":
+                    self.symbols = list(self._panes.symbols.get(self.selected, ()))
             finally:
                 self.rendered += 1
 
@@ -211,7 +232,8 @@ else:
                 for tab in panes.TABS:
                     setattr(self, f"{tab}_html", self._panes.pane(
                         tab, self.selected, mode=self.diff_mode, a=self.compare_a,
-                        b=self.compare_b, all_functions=self.diff_all))
+                        b=self.compare_b, all_functions=self.diff_all, bounds=self.bounds))
+                self.symbols = list(self._panes.symbols.get(self.selected, ()))
                 self.rendered += 1
 
         # ------------------------------------------------------------- display

@@ -94,6 +94,9 @@ class PaneRenderer:
         self._cache: OrderedDict[tuple, str] = OrderedDict()
         self._graphs: OrderedDict[int, Any] = OrderedDict()
         self._size = cache_size
+        #: symbolic dimensions of the buffers after each step (a bound slider each)
+        self.symbols: dict[int, tuple[str, ...]] = {}
+        self._peaks: Any = None  # the per-pass peak line, computed on first use
 
     def _cached(self, key: tuple, make: Callable[[], str], what: str) -> str:
         hit = self._cache.get(key)
@@ -112,13 +115,28 @@ class PaneRenderer:
     def step(self, index: int) -> Step | None:
         return self.by_index.get(index)
 
+    def explain(self, index: int) -> str:
+        """The "Explain" strip above the step panes: what the pass of step ``index`` does
+        and what it changed here (:meth:`passlab.Step.explain`); "" without a step."""
+        step = self.step(index)
+        if step is None:
+            return ""
+        return self._cached(("explain", index), lambda: self._explain(step),
+                            f"the explanation of {step.label}")
+
+    def _explain(self, step: Step) -> str:
+        from passlab.analysis._explain_steps import explain_step
+
+        return explain_step(step, self.trace.pipeline).to_html()
+
     def _empty(self) -> str | None:
         if not len(self.trace):
             return _note("This trace is empty: no pass was recorded.")
         return None
 
     def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
-             b: int = -1, all_functions: bool = False) -> str:
+             b: int = -1, all_functions: bool = False,
+             bounds: dict[str, int] | None = None) -> str:
         """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare).
 
         Diffs print the first :data:`~passlab.analysis.diff.FIRST_VIEW` changed functions
@@ -143,7 +161,8 @@ class PaneRenderer:
             return self._cached(("graph", index), lambda: self._graph(step),
                                 f"the fused graph after {step.label}")
         if tab == "buffers":
-            return self._cached(("buffers", index), lambda: self._buffers(step),
+            bound = tuple(sorted((bounds or {}).items()))
+            return self._cached(("buffers", index, bound), lambda: self._buffers(step, bounds),
                                 f"the buffers after {step.label}")
         raise ValueError(f"unknown pane {tab!r}; panes are {', '.join(TABS)}")
 
@@ -176,7 +195,7 @@ class PaneRenderer:
         if module is None or any(_tvm.is_relax_function(f)
                                  for f in _tvm.functions(module).values()):
             return None
-        last = [s for s in self.trace if _main(s) and s.stage != "tir" and s.index < step.index]
+        last = [s for s in self.trace if _main(s) and s.level == "relax" and s.index < step.index]
         hint = f" The last pass before it is #{last[-1].index} {last[-1].label}." if last else ""
         return _note(f"The module after #{step.index} {step.label} has only TIR functions "
                      f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
@@ -186,12 +205,42 @@ class PaneRenderer:
         head = _failed_note(step) if step.failed else ""
         return self._no_relax(step) or head + self.graph(step.index).to_html()
 
-    def _buffers(self, step: Step) -> str:
+    def _buffers(self, step: Step, bounds: dict[str, int] | None = None) -> str:
+        """The liveness picture above the buffer tables, and the peak across the
+        pipeline with this pass marked. ``bounds`` values for symbolic dimensions (the
+        explorer's sliders) apply where the module has those dimensions."""
         from passlab.analysis.buffers import buffers
 
         head = _failed_note(step) if step.failed else ""
-        return self._no_relax(step) or head + buffers(
-            step.before if step.failed else step).to_html()
+        none = self._no_relax(step)
+        if none:
+            self.symbols[step.index] = ()
+            return none
+        target = step.before if step.failed else step
+        report = buffers(target)
+        self.symbols[step.index] = report.symbols
+        mine = {k: v for k, v in (bounds or {}).items() if k in report.symbols}
+        if mine:
+            report = buffers(target, bounds=mine)
+        return head + self._peak_line(step) + report.to_html(plot=True)
+
+    def _peak_line(self, step: Step) -> str:
+        """The liveness peak over the main chain (``pass_table(trace).plot("peak")``)."""
+        try:
+            if self._peaks is None:
+                from passlab.analysis.table import pass_table
+
+                self._peaks = pass_table(self.trace, ir_lines=False).plot("peak")
+            svg = self._peaks.to_svg(mark=step.index)
+            moves = self._peaks.moves()
+        except Exception as exc:  # noqa: BLE001 - the picture below still shows
+            return _render.error_panel(exc, "the peak across the pipeline")
+        moved = ", ".join(f"{name} ({_render.human_bytes(int(a or 0))} \u2192 "
+                          f"{_render.human_bytes(int(b))})" for _, name, a, b in moves[:3])
+        more = f" and {len(moves) - 3} more" if len(moves) > 3 else ""
+        text = f"moved by {moved}{more}" if moves else "no pass moved it"
+        return ('<details class="plx-peaks"><summary>Peak across the pipeline: '
+                f"{html.escape(text)} (chart: this pass marked)</summary>{svg}</details>")
 
     def _compare(self, a: int, b: int, mode: str, all_functions: bool) -> str:
         sa, sb = self.step(a), self.step(b)
@@ -259,6 +308,23 @@ class PaneRenderer:
                         function_text(func, name))
         return (f"{node.label} is a Relax operator: no kernel for it in the module after "
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
+
+    def code(self, index: int, node_id: str) -> tuple[str, str]:
+        """``(title, text)``: what the target generated for a clicked graph node's
+        kernel (the trace's codegen step), or empty strings when there is none."""
+        code = self.trace.code
+        if code is None or index not in self.by_index:
+            return "", ""
+        node = next((n for n in self.graph(index).nodes if n.id == node_id), None)
+        if node is None or node.kind in _DATA_KINDS:
+            return "", ""
+        for name in dict.fromkeys((node.label, node.id)):
+            if name in code.kernels:
+                kind = code.main_kind
+                text = code.kernel(name, kind)
+                if text:
+                    return f"{kind} generated for {name} (codegen step)", text
+        return "", ""
 
 
 def _first_view(d: Any, mode: str, all_functions: bool) -> str:

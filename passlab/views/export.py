@@ -87,8 +87,8 @@ def script_text(js: str) -> str:
 
 
 def _vendored(name: str) -> str:
-    return resources.files("passlab.views").joinpath("static", "widgets", name).read_text(
-        "utf-8")
+    static = resources.files("passlab.views").joinpath("static")
+    return static.joinpath("widgets").joinpath(name).read_text("utf-8")
 
 
 def page_scripts() -> dict[str, str]:

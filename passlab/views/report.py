@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from passlab import _tvm
 from passlab._render import CSS as TABLE_CSS
 from passlab._render import esc
 from passlab.analysis.diff import diff
+from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
 from passlab.views import _embed, _snapshots
 
@@ -76,22 +79,27 @@ def render_report(trace: Trace, *, title: str | None = None,
     snaps = _snapshots.key_snapshots(trace)
     snap_of = {s.step.index: s for s in snaps}
     diff_blocks = _diff_blocks(trace, max_functions)
+    explain_blocks = _explain_blocks(trace, failing)
     panels = _snapshot_panels(snaps)
+    code_section, code_blocks = _code_section(trace)
     body = [
         _header(trace, title),
         _failure_panel(trace),
         _warnings(trace),
         _passes_section(trace, failing, set(diff_blocks), snap_of),
         _snapshots_section(panels),
+        code_section,
         _pipeline_section(trace),
         "".join(diff_blocks.values()),
+        "".join(explain_blocks.values()),
         "".join(block for _, _, block in panels),
+        code_blocks,
         f"<script>{_embed.asset('report.js')}</script>",
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{TABLE_CSS}{_embed.asset('report.css')}</style>"
+        f"<title>{esc(title)}</title><style>{TABLE_CSS}{EXPLAIN_CSS}{_embed.asset('report.css')}</style>"
         f'</head><body class="pl-report">{"".join(body)}</body></html>\n'
     )
 
@@ -175,6 +183,56 @@ def _bindings(step: Step) -> str:
     return str(a) if a == b else f"{a} \u2192 {b}"
 
 
+#: Inner steps (passes run inside other passes) listed one row each up to this many; past
+#: it, each top-level pass gets one summary row instead, so that a report grows with the
+#: main chain (FoldConstant can run hundreds of inner passes on a CNN with weights).
+INNER_ROWS = 300
+
+
+@dataclass(frozen=True)
+class _InnerSummary:
+    """Stands for the unlisted inner steps under one top-level step (``index`` < 0)."""
+
+    index: int
+    parent: Step
+    names: tuple[tuple[str, int], ...]
+    total: int
+
+
+def _listed(trace: Trace, failing: Step | None) -> list[Any]:
+    """The steps that get a row: all of them, or, past :data:`INNER_ROWS` inner steps, the
+    main chain, wrappers and the failing pass plus one summary per top-level pass."""
+    inner = [s for s in trace if s.kind == "inner" and s is not failing]
+    if len(inner) <= INNER_ROWS:
+        return list(trace)
+    top: dict[int, int] = {}  # step index -> index of its top-level ancestor
+    groups: dict[int, dict[str, int]] = {}
+    for s in trace:
+        root = s.index if s.parent is None else top.get(s.parent, s.parent)
+        top[s.index] = root
+    for s in inner:
+        counts = groups.setdefault(top[s.index], {})
+        counts[s.name] = counts.get(s.name, 0) + 1
+    out: list[Any] = []
+    for s in trace:
+        if s.kind != "inner" or s is failing:
+            out.append(s)
+        grouped = groups.get(s.index) if s.parent is None else None
+        if grouped:  # after a top-level step (and before its own children's rows)
+            ranked = tuple(sorted(grouped.items(), key=lambda kv: -kv[1]))
+            out.append(_InnerSummary(-1 - s.index, s, ranked, sum(grouped.values())))
+    return out
+
+
+def _inner_summary(summary: _InnerSummary) -> str:
+    names = ", ".join(f"{n} \u00d7{k}" for n, k in summary.names[:6])
+    more = f", {len(summary.names) - 6} more names" if len(summary.names) > 6 else ""
+    text = (f"{summary.total} inner pass calls under {summary.parent.label} are not listed "
+            f"({names}{more}); trace.to_text(all_steps=True) and the Explorer list them")
+    return (f'<tr class="pl-inner-summary"><td></td><td colspan="{len(_COLUMNS) - 1}">'
+            f"{esc(text)}</td></tr>")
+
+
 def _row(step: Step, failing: Step | None, has_diff: bool, snap: Any) -> str:
     ch = step.functions_changed
     main = _is_main(step, failing)
@@ -229,7 +287,8 @@ def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
         '<span class="pl-note pl-keys">\u2191/\u2193 or j/k: previous/next pass</span>'
         "</div>"
     )
-    rows = "".join(_row(s, failing, s.index in with_diff, snap_of.get(s.index)) for s in trace)
+    rows = "".join(_row(s, failing, s.index in with_diff, snap_of.get(s.index))
+                   if s.index >= 0 else _inner_summary(s) for s in _listed(trace, failing))
     ths = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
     table = (f'<div class="pl-list" id="pl-list" tabindex="0" aria-label="pass list">'
              f'<table class="passlab-table pl-passes"><thead><tr>{ths}</tr></thead>'
@@ -243,6 +302,23 @@ def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
     return f'<section id="pl-passes">{head}{toolbar}{legend}{table}{detail}</section>'
 
 
+def _explain_blocks(trace: Trace, failing: Step | None) -> dict[int, str]:
+    """Data blocks with the "Explain" strip (what the pass does, what it changed here) of
+    every main-chain step, by step index; the page shows one above the selected diff."""
+    from passlab.analysis._explain_steps import explain_step
+
+    out: dict[int, str] = {}
+    for s in trace:
+        if not _is_main(s, failing):
+            continue
+        try:
+            markup = explain_step(s, trace.pipeline).to_html(style=False)
+        except Exception as exc:
+            markup = _snapshots.error_panel(f"the explanation of {s.label}", exc)
+        out[s.index] = _embed.data_block(f"pl-explain-{s.index}", markup)
+    return out
+
+
 def _diff_blocks(trace: Trace, max_functions: int | None) -> dict[int, str]:
     """Data blocks with the HTML diff of every changed main-chain pass, by step index."""
     steps = [s for s in trace if s.kind == "pass" and not s.failed and s.changed]
@@ -251,7 +327,7 @@ def _diff_blocks(trace: Trace, max_functions: int | None) -> dict[int, str]:
     out: dict[int, str] = {}
     for s in steps:
         try:
-            markup = diff(s).to_html(max_functions=max_functions)
+            markup = diff(s).to_html(max_functions=max_functions, highlight=False)
         except Exception as exc:
             markup = _snapshots.error_panel(f"the diff of {s.label}", exc)
         out[s.index] = _embed.data_block(f"pl-diff-{s.index}", markup)
@@ -264,9 +340,11 @@ def _snapshot_panels(snaps: Sequence[_snapshots.Snapshot]
     """(snapshot, buffer headline, data block with its graph and buffers) for each."""
     program = _snapshots.layout_program()
     out = []
+    steps = {s.key: s.step for s in snaps}
     for s in snaps:
         graph = _snapshots.graph_panel(s.step, program)
-        headline, bufs = _snapshots.buffers_panel(s.step)
+        before = steps.get("calltir") if s.key == "memplan" else None  # what planning saved
+        headline, bufs = _snapshots.buffers_panel(s.step, compare_with=before)
         markup = f"<h3>Fused graph</h3>{graph}<h3>Buffers</h3>{bufs}"
         out.append((s, headline, _embed.data_block(f"pl-snap-{s.key}", markup)))
     return out
@@ -289,6 +367,55 @@ def _snapshots_section(panels: Sequence[tuple[_snapshots.Snapshot, str, str]]) -
              "kernels and the tensors between them, and every intermediate tensor with its "
              "live range. Open one to draw it.</div>")
     return f'<section id="pl-snapshots">{head}{intro}{"".join(items)}</section>'
+
+
+# ---------------------------------------------------------------------- generated code
+#: Lines of TIR and of generated code shown per kernel in the report.
+CODE_LINES = 400
+
+
+def _capped(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= CODE_LINES:
+        return esc(text)
+    return esc("\n".join(lines[:CODE_LINES])) + f"\n\u2026 shown {CODE_LINES} of {len(lines)} lines"
+
+
+def _code_section(trace: Trace) -> tuple[str, str]:
+    """The generated code of every kernel next to its lowered TIR (the codegen step's
+    input), one lazily unpacked block per kernel; a click on a kernel in a fused graph
+    opens its block. Returns (section, data blocks)."""
+    from passlab._tvm.printing import function_text
+
+    code = trace.code
+    if code is None:
+        return "", ""
+    step = next(s for s in reversed(tuple(trace)) if s.code is not None)
+    funcs = _tvm.functions(step.after) if step.after is not None else {}
+    kind = code.main_kind
+    items, blocks = [], []
+    for name in code.kernels:
+        try:
+            text = code.kernel(name, kind)
+            func = funcs.get(name)
+            tir = function_text(func, name) if func is not None else ""
+        except Exception as exc:  # a view never fails the report
+            blocks.append(_embed.data_block(f"pl-code-{name}",
+                                            _snapshots.error_panel("the generated code", exc)))
+        else:
+            markup = (f'<div class="pl-code-cols"><div><h4>TIR (lowered, input of codegen)</h4>'
+                      f'<pre class="pl-code">{_capped(tir)}</pre></div><div><h4>{esc(kind)}</h4>'
+                      f'<pre class="pl-code">{_capped(text or "(no function of this kernel found)")}'
+                      "</pre></div></div>")
+            blocks.append(_embed.data_block(f"pl-code-{name}", markup))
+        items.append(f'<details class="pl-snap pl-kernel-code" id="code-{esc(name)}" '
+                     f'data-block="pl-code-{esc(name)}"><summary>{esc(name)}</summary>'
+                     '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div>'
+                     "</details>")
+    intro = (f'<div class="pl-note">{esc(code.summary())}. Each kernel\u2019s {esc(kind)} '
+             "next to its lowered TIR; a click on a kernel in a fused graph opens it.</div>")
+    return (f'<section id="pl-code"><h2>Generated code</h2>{intro}{"".join(items)}</section>',
+            "".join(blocks))
 
 
 # -------------------------------------------------------------------------- pipeline

@@ -161,7 +161,13 @@ function render({ model, el }) {
   const graphTools = h("div", { class: "plx-graph-tools" });
   const kernelTitle = h("div", { class: "plx-kernel-title" });
   const kernelText = h("div", { class: "plx-kernel-text" });
-  const kernel = h("div", { class: "plx-kernel" }, kernelTitle, kernelText);
+  // the code the target generated for that kernel, beside its TIR
+  const codeTitle = h("div", { class: "plx-code-title" });
+  const codeText = h("div", { class: "plx-code-text" });
+  const codeCol = h("div", { class: "plx-kernel-col plx-code" }, codeTitle, codeText);
+  const kernel = h("div", { class: "plx-kernel" },
+    h("div", { class: "plx-kernel-cols" },
+      h("div", { class: "plx-kernel-col" }, kernelTitle, kernelText), codeCol));
   panes.graph.append(graphTools, graphView, kernel);
   // compare: choose A and B
   const selA = h("select", { class: "plx-compare-a", "aria-label": "compare from" });
@@ -178,8 +184,50 @@ function render({ model, el }) {
     send({ compare_a: model.get("compare_b"), compare_b: model.get("compare_a") });
   });
 
+  // buffers: a slider per symbolic dimension (Python redraws with bounds={n: value})
+  const boundsBar = h("div", { class: "plx-bounds" });
+  const buffersBody = h("div", { class: "plx-buffers-body" });
+  panes.buffers.append(boundsBar, buffersBody);
+  let boundsTimer = null;
+  const renderBounds = () => {
+    const symbols = model.get("symbols") || [];
+    const bounds = model.get("bounds") || {};
+    boundsBar.replaceChildren();
+    boundsBar.style.display = symbols.length ? "" : "none";
+    for (const name of symbols) {
+      const set = Object.prototype.hasOwnProperty.call(bounds, name);
+      const slider = h("input", { type: "range", min: "1", max: "2048", step: "1",
+        class: "plx-bound", "data-symbol": name, "aria-label": `bound for ${name}`,
+        value: String(set ? bounds[name] : 128) });
+      const value = h("span", { class: "plx-bound-value",
+        text: set ? `${name} = ${bounds[name]}` : `${name} unbounded: lower bound drawn; move to set ${name}` });
+      slider.addEventListener("input", () => {
+        value.textContent = `${name} = ${slider.value}`;
+        clearTimeout(boundsTimer);
+        boundsTimer = setTimeout(() => {
+          busy();
+          send({ bounds: { ...model.get("bounds"), [name]: Number(slider.value) } });
+        }, 150);
+      });
+      boundsBar.append(h("label", {}, document.createTextNode(`${name} `), slider), value);
+    }
+  };
+
   paneBox = h("div", { class: "plx-panes" }, ...Object.values(panes));
-  const body = h("div", { class: "plx-body" }, list, h("div", { class: "plx-right" }, tabs, paneBox));
+  // the Explain strip: what the selected pass does and what it changed here (HTML
+  // escaped by passlab); its "what this pass does" fold stays open from pass to pass
+  const explainStrip = h("div", { class: "plx-explain-strip", "aria-live": "polite" });
+  let explainOpen = false;
+  explainStrip.addEventListener("toggle", (ev) => {
+    if (ev.target.tagName === "DETAILS") explainOpen = ev.target.open;
+  }, true);
+  const renderExplain = () => {
+    explainStrip.innerHTML = model.get("explain_html");
+    const fold = explainStrip.querySelector("details");
+    if (fold && explainOpen) fold.open = true;
+  };
+  const body = h("div", { class: "plx-body" }, list,
+    h("div", { class: "plx-right" }, tabs, explainStrip, paneBox));
   root.append(summary, failure, noKernel, toolbar, body);
   el.append(root);
 
@@ -305,6 +353,7 @@ function render({ model, el }) {
       kernel.style.display = "";
       kernelTitle.textContent = `looking up ${id} ...`;
       kernelText.textContent = "";
+      codeTitle.textContent = codeText.textContent = "";
       send({ node: id });
     };
     if (svg) {
@@ -334,11 +383,15 @@ function render({ model, el }) {
     kernelTitle.textContent = model.get("kernel_title");
     kernelText.textContent = model.get("kernel_text");
     kernel.style.display = model.get("kernel_title") ? "" : "none";
+    codeTitle.textContent = model.get("code_title");
+    codeText.textContent = model.get("code_text");
+    codeCol.style.display = model.get("code_text") ? "" : "none";
   };
 
   const renderPane = (name) => {
     if (name === "graph") renderGraph();
     else if (name === "compare") compareBody.innerHTML = model.get("compare_html");
+    else if (name === "buffers") buffersBody.innerHTML = model.get("buffers_html");
     else panes[name].innerHTML = model.get(`${name}_html`);  // escaped by passlab
   };
 
@@ -350,6 +403,7 @@ function render({ model, el }) {
       panes[name].style.display = name === tab ? "" : "none";
     }
     modeSel.style.display = tab === "diff" || tab === "compare" ? "" : "none";
+    explainStrip.style.display = tab === "compare" || tab === "pipeline" ? "none" : "";
     modeSel.value = model.get("diff_mode");
     if (tab === "graph" && pz) pz.fitOnce();
   };
@@ -366,6 +420,8 @@ function render({ model, el }) {
   showTab();
   for (const [name] of TABS) renderPane(name);
   renderKernel();
+  renderExplain();
+  renderBounds();
   markSelected(true);
 
   on("change:steps", () => { indexRows(); renderList(); renderCompareOptions(); });
@@ -385,8 +441,12 @@ function render({ model, el }) {
   on("change:compare_a", () => { selA.value = String(model.get("compare_a")); });
   on("change:compare_b", () => { selB.value = String(model.get("compare_b")); });
   for (const [name] of TABS) on(`change:${name}_html`, () => renderPane(name));
+  on("change:symbols", renderBounds);
+  on("change:bounds", renderBounds);
+  on("change:explain_html", renderExplain);
   on("change:kernel_title", renderKernel);
   on("change:kernel_text", renderKernel);
+  on("change:code_text", renderKernel);
   on("change:rendered", () => { noKernel.hidden = true; idle(); });
 
   return () => {
@@ -394,6 +454,7 @@ function render({ model, el }) {
     if (pz) pz.cleanup();
     clearTimeout(searchTimer);
     clearTimeout(busyTimer);
+    clearTimeout(boundsTimer);
   };
 }
 

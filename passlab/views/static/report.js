@@ -5,6 +5,55 @@
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
   const rows = Array.from(document.querySelectorAll("#pl-list tr.pl-row"));
+
+  // TVMScript token colours for a diff when it is shown (the page would be seconds slower
+  // to write if every line were coloured in Python). The same token classes and rules as
+  // passlab/analysis/_highlight.py; text is only wrapped in spans, never parsed as HTML.
+  const KEYWORDS = "def|return|with|for|in|if|elif|else|while|lambda|and|or|not|is|as|" +
+    "assert|from|import|class|pass|break|continue|yield";
+  const TOKEN = new RegExp(
+    "(?<c1>#.*)|(?<s2>\"(?:[^\"\\\\]|\\\\.)*\"?|'(?:[^'\\\\]|\\\\.)*'?)|(?<nd>@[\\w.]+)" +
+    "|(?<k>\\b(?:" + KEYWORDS + ")\\b)|(?<kc>\\b(?:True|False|None)\\b)" +
+    "|(?<mf>\\b\\d+\\.\\d*(?:[eE][-+]?\\d+)?|\\b\\d+[eE][-+]?\\d+\\b)|(?<mi>\\b\\d+\\b)" +
+    "|(?<name>[A-Za-z_]\\w*)|(?<o>[-+*/%=<>!&|^~]+)", "g");
+
+  function tokenSpans(text, afterDef) {
+    const frag = document.createDocumentFragment();
+    let pos = 0;
+    for (const m of text.matchAll(TOKEN)) {
+      if (m.index > pos) frag.appendChild(document.createTextNode(text.slice(pos, m.index)));
+      let kind = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
+      if (kind === "name") kind = afterDef.value ? "nf" : "";
+      afterDef.value = kind === "k" && (m[0] === "def" || m[0] === "class");
+      if (kind) {
+        const span = document.createElement("span");
+        span.className = "tok-" + kind;
+        span.textContent = m[0];
+        frag.appendChild(span);
+      } else {
+        frag.appendChild(document.createTextNode(m[0]));
+      }
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) frag.appendChild(document.createTextNode(text.slice(pos)));
+    return frag;
+  }
+
+  function highlightCode(root) {
+    for (const cell of root.querySelectorAll("td.pl-code")) {
+      const afterDef = { value: false };
+      for (const node of Array.from(cell.childNodes)) {
+        if (node.nodeType === Node.TEXT_NODE) {
+          node.replaceWith(tokenSpans(node.textContent, afterDef));
+        } else if (node.classList && node.classList.contains("pl-hl") &&
+                   node.childNodes.length === 1 && node.firstChild.nodeType === Node.TEXT_NODE) {
+          const text = node.textContent;  // a changed span: colour inside the mark
+          node.textContent = "";
+          node.appendChild(tokenSpans(text, afterDef));
+        }
+      }
+    }
+  }
   const detail = $("#pl-detail");
   const cache = new Map();
   let current = null;
@@ -92,6 +141,17 @@
     const mine = ++token;
     const d = row.dataset;
     detail.replaceChildren(header(row));
+    // the Explain strip (escaped by passlab): what this pass does, what it changed here
+    if (document.getElementById("pl-explain-" + d.i)) {
+      const strip = document.createElement("div");
+      strip.className = "pl-explain-box";
+      detail.appendChild(strip);
+      block("pl-explain-" + d.i).then((html) => {
+        if (mine === token && html !== null) strip.innerHTML = html;
+      }).catch((err) => {
+        if (mine === token) strip.replaceChildren(plain("could not show the explanation: " + err.message, "passlab-error"));
+      });
+    }
     if (d.failed === "1") {
       const fail = $("#pl-failure .pl-fail-msg");
       if (row.classList.contains("failing") && fail) {
@@ -122,6 +182,7 @@
       const box = document.createElement("div");
       box.className = "pl-diff-box";
       box.innerHTML = html;
+      highlightCode(box);
       slot.replaceWith(box);
     } catch (err) {
       if (mine === token) slot.replaceWith(plain("could not show the diff: " + err.message,
@@ -206,11 +267,27 @@
   for (const det of document.querySelectorAll("details.pl-snap")) {
     det.addEventListener("toggle", () => { if (det.open) openSnapshot(det); });
   }
+  // a click on a kernel in a fused graph opens its generated code (section "Generated code")
+  document.addEventListener("click", (ev) => {
+    const node = ev.target.closest && ev.target.closest(".pl-svg g.node");
+    if (!node) return;
+    const names = [node.querySelector("title"), ...node.querySelectorAll("text")]
+      .filter(Boolean).map((t) => t.textContent.trim());
+    for (const name of names) {
+      const det = document.getElementById("code-" + name);
+      if (det && det.tagName === "DETAILS") {
+        det.open = true;
+        openSnapshot(det);
+        det.scrollIntoView({ block: "nearest" });
+        return;
+      }
+    }
+  });
 
   // ------------------------------------------------------------------------ start
   function fromHash() {
     const h = location.hash.slice(1);
-    if (h.startsWith("snap-")) {
+    if (h.startsWith("snap-") || h.startsWith("code-")) {
       const det = document.getElementById(h);
       if (det && det.tagName === "DETAILS") { det.open = true; openSnapshot(det); }
       return true;

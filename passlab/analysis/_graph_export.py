@@ -1,0 +1,104 @@
+"""A :class:`~passlab.analysis.graph.FusedGraph` in Google Model Explorer's JSON graph
+format (the ``graph_builder`` types of the ``ai-edge-model-explorer`` package).
+
+One node per graph node; ``namespace`` is the Relax function, then the backend region
+(``Codegen`` cluster) a call sits in, so that Model Explorer draws collapsible layers.
+Output metadata carries each tensor's name, shape, dtype and bytes; ``attrs`` carry the
+kind, the ops inside a fused kernel, TVM's pattern kind and folded parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["to_model_explorer", "node_data"]
+
+
+def _kv(key: str, value: Any) -> dict[str, str]:
+    return {"key": key, "value": str(value)}
+
+
+def _namespaces(g: Any) -> dict[str, str]:
+    """Cluster id -> "function/region/subregion" path."""
+    by_id = {c.id: c for c in g.clusters}
+    out: dict[str, str] = {}
+
+    def path(cid: str) -> str:
+        if cid not in out:
+            c = by_id[cid]
+            parent = path(c.parent) if c.parent in by_id else g.function
+            out[cid] = f"{parent}/{c.label.replace('/', '_')}"
+        return out[cid]
+
+    for cid in by_id:
+        path(cid)
+    return out
+
+
+def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
+    """``g`` as one Model Explorer ``Graph`` (a JSON-ready dict)."""
+    spaces = _namespaces(g)
+    outputs: dict[str, list[Any]] = {}  # node id -> its distinct output tensors, in order
+    for e in g.edges:
+        tensors = outputs.setdefault(e.src, [])
+        if all(t.tensor != e.tensor for t in tensors):
+            tensors.append(e)
+    incoming: dict[str, list[Any]] = {}
+    for e in g.edges:
+        incoming.setdefault(e.dst, []).append(e)
+    nodes = []
+    for n in g.nodes:
+        attrs = [_kv("kind", n.kind)]
+        if n.ops and n.ops != (n.label,):
+            attrs.append(_kv("ops", " + ".join(n.ops)))
+        if n.pattern is not None:
+            attrs.append(_kv("pattern", n.pattern_name))
+        if n.binding is not None:
+            attrs.append(_kv("binding", n.binding))
+        if n.count != 1:
+            attrs.append(_kv("repeats", n.count))
+        if n.params:
+            attrs.append(_kv("params", ", ".join(n.params)))
+            if n.param_bytes is not None:
+                attrs.append(_kv("param_bytes", n.param_bytes))
+        ins = incoming.get(n.id, [])
+        edges = []
+        for i, e in enumerate(ins):
+            produced = [t.tensor for t in outputs.get(e.src, [])]
+            edges.append({"sourceNodeId": e.src,
+                          "sourceNodeOutputId": str(produced.index(e.tensor)),
+                          "targetNodeInputId": str(i)})
+        meta = [{"id": str(k), "attrs": [
+            _kv("__tensor_tag", t.tensor), _kv("shape", t.shape_text), _kv("dtype", t.dtype),
+            _kv("bytes", t.bytes if t.bytes is not None else t.size)]}
+            for k, t in enumerate(outputs.get(n.id, []))]
+        inputs_meta = [{"id": str(i), "attrs": [_kv("__tensor_tag", e.tensor)]}
+                       for i, e in enumerate(ins)]
+        nodes.append({
+            "id": n.id, "label": n.label if n.kind not in ("input", "weight", "constant")
+            else n.id,
+            "namespace": spaces.get(n.cluster, g.function) if n.cluster else g.function,
+            "attrs": attrs, "incomingEdges": edges, "outputsMetadata": meta,
+            "inputsMetadata": inputs_meta,
+        })
+    return {"id": graph_id or g.function, "nodes": nodes}
+
+
+def node_data(g: Any, metric: str = "bytes_out") -> dict[str, dict[str, float]]:
+    """Per-node values for Model Explorer's node-data overlay: ``bytes_out`` (bytes of
+    the tensors a node produces) or ``bytes_in``. Nodes whose sizes are symbolic are
+    left out."""
+    if metric not in ("bytes_out", "bytes_in"):
+        from passlab.errors import unknown
+
+        raise unknown("metric", metric, ("bytes_out", "bytes_in"))
+    seen: set[tuple[str, str]] = set()
+    totals: dict[str, float] = {}
+    for e in g.edges:
+        node = e.src if metric == "bytes_out" else e.dst
+        key = (node, e.tensor)
+        if e.bytes is None or key in seen:
+            continue
+        seen.add(key)
+        totals[node] = totals.get(node, 0) + e.bytes
+    return {nid: {"value": v} for nid, v in totals.items()}

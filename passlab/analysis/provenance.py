@@ -1,0 +1,296 @@
+"""Provenance: which kernels each operator call of the input ended up in, and back.
+
+The recorded main chain is followed step by step. Each operator call of the input's entry
+function (a binding such as ``conv2d1 = R.nn.conv2d(...)``) is tracked by where its
+binding lives: LegalizeOps turns the call into ``R.call_tir(kernel, ...)`` (the binding
+keeps its name); FuseOps moves bindings into ``Primitive`` Relax functions (names kept,
+except a group's output, which is matched by the kernel it calls, in program order);
+FuseTIR turns such a function into a PrimFunc of the same name; later passes keep kernel
+names, so the names reach codegen. An operator whose binding vanishes otherwise is
+"folded by FoldConstant" or "removed by <pass>".
+
+Examples
+--------
+>>> import passlab
+>>> prov = passlab.provenance(passlab.build(passlab.models.mlp()).trace)
+>>> prov.kernels_of("relu"), prov.ops_of("fused_matmul_add_relu")
+(('fused_matmul_add_relu',), ('matmul', 'add', 'relu'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from passlab import _render, _tvm
+from passlab._render import Displayable
+from passlab._sequence import NamedSequence
+from passlab._tvm import ir as _ir
+from passlab.errors import unknown
+
+__all__ = ["provenance", "Provenance", "OpOrigin"]
+
+
+@dataclass(frozen=True)
+class OpOrigin:
+    """One operator call of the input and what became of it.
+
+    ``op`` is the binding name in the input's entry function (``conv2d1``), ``operator``
+    the Relax operator (``nn.conv2d``), ``kernels`` the kernels it ended up in (empty when
+    it is gone), ``fate`` one of ``"kernel"``, ``"builtin"`` (a runtime function such as
+    ``vm.builtin.reshape``), ``"unfused"`` (still a call in the entry function: e.g. a
+    pipeline without LegalizeOps), ``"folded"`` or ``"removed"``,
+    ``note`` says why (``"folded by FoldConstant"``), and ``history`` lists
+    ``(step label, event)`` pairs.
+    """
+
+    op: str
+    operator: str
+    kernels: tuple[str, ...]
+    fate: str
+    note: str = ""
+    history: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Provenance(NamedSequence[OpOrigin], Displayable):
+    """Operator calls of the input and the kernels they ended up in (see
+    :func:`provenance`); a sequence of :class:`OpOrigin`, indexed by position or op name."""
+
+    function: str
+    ops: tuple[OpOrigin, ...]
+
+    def _items(self) -> tuple[OpOrigin, ...]:
+        return self.ops
+
+    def _by_name(self, name: str) -> OpOrigin:
+        for o in self.ops:
+            if o.op == name:
+                return o
+        raise unknown("operator call", name, [o.op for o in self.ops],
+                      extra=f"(bindings of {self.function} in the input)")
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """Every kernel that holds an operator of the input, in order of first use."""
+        return tuple(dict.fromkeys(k for o in self.ops for k in o.kernels))
+
+    def kernels_of(self, op: str) -> tuple[str, ...]:
+        """The kernels the operator call ``op`` (a binding name) ended up in."""
+        return self[op].kernels
+
+    def ops_of(self, kernel: str) -> tuple[str, ...]:
+        """The operator calls of the input that a kernel holds, in program order."""
+        found = tuple(o.op for o in self.ops if kernel in o.kernels)
+        if not found and kernel not in self.kernels:
+            raise unknown("kernel", kernel, self.kernels)
+        return found
+
+    def _rows(self) -> list[list[str]]:
+        return [[o.op, o.operator, ", ".join(o.kernels) or "-", o.fate, o.note]
+                for o in self.ops]
+
+    def to_text(self) -> str:
+        gone = sum(1 for o in self.ops if not o.kernels)
+        head = (f"Provenance of {len(self.ops)} operator calls of {self.function}: "
+                f"{len(self.kernels)} kernels" + (f", {gone} gone" if gone else ""))
+        return head + "\n" + _render.text_table(
+            ["op", "operator", "kernels", "fate", "note"], self._rows())
+
+    def to_html(self) -> str:
+        head = self.to_text().split("\n", 1)[0]
+        return _render.html_table(["op", "operator", "kernels", "fate", "note"], self._rows(),
+                                  classes=[o.fate for o in self.ops], caption=head)
+
+    def to_dataframe(self) -> Any:
+        """One row per operator call of the input."""
+        import pandas as pd
+
+        return pd.DataFrame([{"op": o.op, "operator": o.operator,
+                              "kernels": ", ".join(o.kernels), "fate": o.fate,
+                              "note": o.note} for o in self.ops])
+
+
+# ------------------------------------------------------------------------- tracking
+@dataclass
+class _Where:
+    """Where an operator's binding lives now."""
+
+    function: str | None  # function holding the binding (None once it is a kernel or gone)
+    var: str | None  # the binding's name there
+    kernel: str | None  # the kernel its call runs (call_tir target, or the fused kernel)
+    gone: str = ""
+
+
+def _bindings(func: Any) -> Iterator[tuple[str, Any]]:
+    for b in _ir.iter_bindings(func):
+        yield str(b.var.name), b.value
+
+
+def _calls(func: Any, mod: Any) -> list[tuple[str, str, str]]:
+    """(binding name, kind, target name) of each call in a Relax function."""
+    relax = _tvm.relax()
+    out = []
+    for name, value in _bindings(func):
+        if isinstance(value, relax.Call):
+            t = _ir.call_target(value, mod, {})
+            out.append((name, t.kind, t.name))
+    return out
+
+
+def _input_ops(mod: Any, entry: str) -> list[tuple[str, str]]:
+    return [(name, _ir.short_op(target)) for name, kind, target in _calls(mod[entry], mod)
+            if kind == "op" and not target.startswith(("relax.memory.", "relax.builtin."))]
+
+
+def provenance(trace: Any) -> Provenance:
+    """Map every operator call of the input's entry function to the kernels it ended in
+    after fusion, lowering and codegen, and every kernel back to its operators.
+
+    Parameters
+    ----------
+    trace : Trace or Build
+        A recorded build (its main chain is followed from the input).
+
+    Returns
+    -------
+    Provenance
+        ``.kernels_of(op)``, ``.ops_of(kernel)``, one :class:`OpOrigin` per operator call.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> prov = passlab.provenance(passlab.build(passlab.models.resnet()).trace)
+    >>> prov.kernels_of("relu")
+    ('fused_batch_norm_relu',)
+    """
+    trace = getattr(trace, "trace", trace)
+    steps = [s for s in trace if s.kind == "pass" and s.after is not None]
+    first = trace.input if getattr(trace, "input", None) is not None else (
+        steps[0].before if steps else None)
+    if first is None:
+        raise ValueError("the trace has no input module to follow (it recorded no pass)")
+    entry = _tvm.entry_function(first, strict=False)
+    ops = _input_ops(first, entry)
+    where = {op: _Where(entry, op, None) for op, _ in ops}
+    history: dict[str, list[tuple[str, str]]] = {op: [] for op, _ in ops}
+    for step in steps:
+        if step.stage == "tir":
+            # TVM's TIR pipeline keeps kernel names (they become the compiled symbols) but
+            # splits and filters modules for host and device: follow the Relax stages only
+            break
+        if step.changed:
+            _advance(step, where, history, entry)
+    out = []
+    for op, operator in ops:
+        w = where[op]
+        if w.gone:
+            fate = "folded" if w.gone.startswith("folded") else "removed"
+            out.append(OpOrigin(op, operator, (), fate, w.gone, tuple(history[op])))
+        elif w.function is not None and w.function != entry:
+            # still inside a Relax function (no FuseTIR, or a backend region): that
+            # function is what runs it
+            out.append(OpOrigin(op, operator, (w.function,), "kernel", "", tuple(history[op])))
+        elif w.kernel is None:
+            out.append(OpOrigin(op, operator, (), "unfused",
+                                f"still an operator call in {w.function}", tuple(history[op])))
+        elif "." in w.kernel:  # vm.builtin.reshape and friends: a runtime call, no kernel
+            out.append(OpOrigin(op, operator, (w.kernel,), "builtin",
+                                f"runs as the runtime function {w.kernel}", tuple(history[op])))
+        else:
+            out.append(OpOrigin(op, operator, (w.kernel,), "kernel", "", tuple(history[op])))
+    return Provenance(entry, tuple(out))
+
+
+def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str
+             ) -> None:
+    mod = step.after
+    funcs = _tvm.functions(mod)
+    relax_fns = {n: f for n, f in funcs.items() if _tvm.is_relax_function(f)}
+    label = step.label
+    calls = {n: _calls(f, mod) for n, f in relax_fns.items()}
+    missing: list[str] = []
+    for op, w in where.items():
+        if w.gone:
+            continue
+        if w.function is None:  # a kernel: it stays while a function of that name exists
+            if w.kernel not in funcs:
+                w.gone = f"kernel {w.kernel} removed by {step.name}"
+                history[op].append((label, w.gone))
+            continue
+        hit = next((c for c in calls.get(w.function, ()) if c[0] == w.var), None)
+        if hit is not None and hit[1] == "function" and w.kernel is not None and all(
+                c[2] != w.kernel for c in calls.get(hit[2], ())):
+            hit = None  # a new binding reusing the name ("lv"), not this operator's
+        if hit is not None:
+            _, kind, target = hit
+            if kind in ("call_tir", "dps", "function") and target != w.kernel:
+                w.kernel = target
+                history[op].append((label, f"calls {target}"))
+            continue
+        if w.function in funcs and w.function not in relax_fns:
+            # FuseTIR: the Relax function holding the binding became a PrimFunc
+            w.function, w.var, w.kernel = None, None, w.function
+            history[op].append((label, f"merged into kernel {w.kernel}"))
+            continue
+        missing.append(op)
+    if missing:
+        _relocate(missing, where, history, calls, entry, label)
+    called = {c[2] for c in calls.get(entry, ()) if c[1] in ("call_tir", "dps")}
+    for op in missing:
+        w = where[op]
+        if w.function is None or (w.function in calls and
+                                  any(c[0] == w.var for c in calls[w.function])):
+            continue  # relocated
+        if w.kernel is not None and w.kernel in called:
+            # the binding was rewritten (CallTIRRewrite: destination-passing calls with
+            # new names) but the entry still runs the kernel: follow the kernel from now on
+            w.function = w.var = None
+            history[op].append((label, f"kernel {w.kernel} called directly"))
+        else:
+            used = w.var in _used_names(step.before, w.function)
+            w.gone = (f"folded by {step.name}" if used and "Fold" in step.name else
+                      f"removed by {step.name}" + ("" if used else " (its result was unused)"))
+            w.function = w.var = None
+            history[op].append((label, w.gone))
+
+
+def _used_names(mod: Any, function: str | None) -> set[str]:
+    """Names of the variables that some binding or the result of ``function`` reads."""
+    if mod is None or function is None:
+        return set()
+    func = _tvm.functions(mod).get(function)
+    if func is None or not _tvm.is_relax_function(func):
+        return set()
+    names = {str(v.name) for b in _ir.iter_bindings(func) for v in _ir.var_refs(b.value)}
+    body = getattr(func.body, "body", None)
+    return names | ({str(v.name) for v in _ir.var_refs(body)} if body is not None else set())
+
+
+def _relocate(missing: list[str], where: dict[str, _Where], history: dict[str, list],
+              calls: dict[str, list[tuple[str, str, str]]], entry: str, label: str) -> None:
+    """Find bindings that left their function (FuseOps). FuseOps makes one function per
+    distinct group and calls it once per group, so each call site of the entry function
+    is one group: its bindings take the missing operators by name, else by the kernel
+    they call, earliest first (call sites and bindings are in program order)."""
+    left = list(missing)
+    sites = [t for _, kind, t in calls.get(entry, ()) if kind == "function" and t in calls]
+    sites += [n for n in calls if n != entry and n not in sites]  # uncalled: last
+    for fname in sites:
+        for var, kind, target in calls[fname]:
+            if not left:
+                return
+            by_name = [op for op in left if where[op].var == var
+                       and where[op].kernel in (None, target)]
+            by_kernel = [op for op in left if where[op].kernel == target
+                         and kind in ("call_tir", "dps")]
+            chosen = next(iter(by_name or by_kernel), None)
+            if chosen is None:
+                continue
+            w = where[chosen]
+            w.function, w.var = fname, var
+            if kind in ("call_tir", "dps"):
+                w.kernel = target
+            history[chosen].append((label, f"moved into {fname}"))
+            left.remove(chosen)

@@ -1,0 +1,101 @@
+"""Write fused graphs of recorded steps for Google Model Explorer.
+
+Model Explorer (``pip install ai-edge-model-explorer``, then ``model-explorer
+graphs.json``) opens a JSON file of ``{"graphs": [Graph, ...]}``; node-data files
+(``{graph id: {"results": {node id: {"value": v}}, ...}}``) colour nodes by a value. One
+graph per chosen step lets a reader flip between, say, FuseOps, FuseTIR and
+StaticPlanBlockMemory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from passlab.analysis._graph_export import node_data
+from passlab.analysis.graph import fused_graph
+from passlab.recording.trace import Step, Trace
+
+__all__ = ["to_model_explorer", "DEFAULT_STEPS"]
+
+#: Steps exported when a whole trace is given: the points where the graph changes shape.
+DEFAULT_STEPS = ("LegalizeOps", "FuseOps", "FuseTIR", "StaticPlanBlockMemory")
+
+#: Overlays written next to the graph file, and what each holds.
+OVERLAYS = {"bytes_out": "bytes of the tensors each node produces",
+            "bytes_in": "bytes of the tensors each node reads"}
+
+
+def _steps(what: Trace | Step | Iterable[Any], names: Sequence[str] | None) -> list[Step]:
+    if isinstance(what, Step):
+        return [what]
+    if isinstance(what, Trace):
+        wanted = names or [n for n in DEFAULT_STEPS if n in what.names]
+        if not wanted:
+            raise ValueError("the trace has none of the passes "
+                             f"{', '.join(DEFAULT_STEPS)}; name the steps: steps=[...]")
+        return [what.find(n) for n in wanted]
+    steps = list(what) if isinstance(what, Iterable) else []
+    if not steps or not all(isinstance(s, Step) for s in steps):
+        raise TypeError("to_model_explorer takes a Trace, a Step or a list of Steps, not "
+                        f"{type(what).__name__}")
+    return steps
+
+
+def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLike, *,
+                      steps: Sequence[str] | None = None, params: str = "collapse"
+                      ) -> list[Path]:
+    """Write the fused graph after each chosen step as one Model Explorer file, and one
+    node-data overlay per metric beside it (``<name>.bytes_out.json``,
+    ``<name>.bytes_in.json``). Time per kernel is not measured by a build, so there is no
+    time overlay.
+
+    Parameters
+    ----------
+    what
+        A trace (then ``steps`` names the passes, default :data:`DEFAULT_STEPS` that it
+        ran), one step, or a list of steps (e.g. from two traces).
+    path
+        The graph file to write (``.json``).
+
+    Returns
+    -------
+    list of Path
+        The graph file, then the overlays.
+
+    Examples
+    --------
+    >>> import passlab, tempfile, pathlib
+    >>> trace = passlab.build(passlab.models.mlp()).trace
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "mlp.json"
+    >>> [p.name for p in passlab.to_model_explorer(trace, out)]
+    ['mlp.json', 'mlp.bytes_out.json', 'mlp.bytes_in.json']
+    """
+    chosen = _steps(what, steps)
+    out = Path(path)
+    graphs: list[Any] = []
+    overlays: dict[str, dict[str, Any]] = {m: {} for m in OVERLAYS}
+    seen: set[str] = set()
+    for s in chosen:
+        if s.after is None:
+            raise ValueError(f"step {s.label!r} failed: it has no module after it")
+        gid = f"{s.index:03d} {s.label}"
+        if gid in seen:
+            continue
+        seen.add(gid)
+        g = fused_graph(s, params=params)
+        graphs.append(g.to_model_explorer(gid))
+        for metric, data in overlays.items():
+            data[gid] = {"name": f"{metric}: {OVERLAYS[metric]}", "results": node_data(g, metric),
+                         "gradient": [{"stop": 0, "bgColor": "#e7f5ff"},
+                                      {"stop": 1, "bgColor": "#e8590c"}]}
+    out.write_text(json.dumps({"graphs": graphs}))
+    written = [out]
+    for metric, data in overlays.items():
+        p = out.with_name(f"{out.stem}.{metric}.json")
+        p.write_text(json.dumps(data))
+        written.append(p)
+    return written

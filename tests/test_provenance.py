@@ -1,0 +1,80 @@
+"""provenance: operator calls of the input -> kernels after fusion and lowering, and back."""
+
+from __future__ import annotations
+
+import pytest
+
+import passlab
+
+tvm = pytest.importorskip("tvm")
+from tvm.script import ir as I  # noqa: E402
+from tvm.script import relax as R  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def resnet_trace():
+    return passlab.build(passlab.models.resnet()).trace
+
+
+def test_mlp_ops_map_to_their_kernels_and_back():
+    prov = passlab.provenance(passlab.build(passlab.models.mlp()))
+    assert [(o.op, o.operator, o.kernels, o.fate) for o in prov] == [
+        ("permute_dims", "permute_dims", ("transpose",), "kernel"),
+        ("matmul", "matmul", ("fused_matmul_add_relu",), "kernel"),
+        ("add", "add", ("fused_matmul_add_relu",), "kernel"),
+        ("relu", "nn.relu", ("fused_matmul_add_relu",), "kernel"),
+        ("permute_dims1", "permute_dims", ("transpose1",), "kernel"),
+        ("matmul1", "matmul", ("fused_matmul1_add1",), "kernel"),
+        ("add1", "add", ("fused_matmul1_add1",), "kernel")]
+    assert prov.ops_of("fused_matmul1_add1") == ("matmul1", "add1")
+    assert prov["relu"].history[0][1] == "calls relu"
+    with pytest.raises(passlab.UnknownNameError, match="unknown kernel 'fused_matmul'"):
+        prov.ops_of("fused_matmul")
+    with pytest.raises(passlab.UnknownNameError, match="unknown operator call 'relu9'"):
+        prov.kernels_of("relu9")
+
+
+def test_resnet_every_op_reaches_a_kernel_and_every_fused_kernel_has_its_ops(resnet_trace):
+    prov = passlab.provenance(resnet_trace)
+    assert prov.kernels_of("relu") == ("fused_batch_norm_relu",)
+    assert all(o.kernels or o.note for o in prov)
+    after = resnet_trace.find("FuseTIR").after
+    fused = sorted(gv.name_hint for gv in after.get_global_vars()
+                   if gv.name_hint.startswith("fused_"))
+    for kernel in fused:
+        ops = prov.ops_of(kernel)
+        operators = {prov[o].operator.split(".")[-1] for o in ops}
+        # the kernel's name lists the operators it holds (batch_norm, add, relu ...)
+        assert ops and all(name in kernel for name in operators), (kernel, ops)
+    # a fused kernel called twice holds the operators of both groups
+    assert len(prov.ops_of("fused_batch_norm_relu")) >= 4
+    frame = prov.to_dataframe()
+    assert list(frame.columns) == ["op", "operator", "kernels", "fate", "note"]
+    assert len(frame) == len(prov) == 70
+
+
+def test_folded_and_dead_operators_say_why():
+    @I.ir_module
+    class M:
+        @R.function
+        def main(x: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+            R.func_attr({"num_input": 1})
+            with R.dataflow():
+                a = R.add(x, x)
+                unused = R.multiply(x, x)  # noqa: F841 - dead code on purpose
+                b = R.nn.relu(a)
+                R.output(b)
+            return b
+
+    prov = passlab.provenance(passlab.build(M).trace)
+    assert prov["unused"].fate == "removed"
+    assert prov["unused"].note == "removed by FoldConstant (its result was unused)"
+    assert prov.kernels_of("a") == prov.kernels_of("b") == ("fused_add_relu",)
+    constant = passlab.models.with_constant_weights(passlab.models.mlp())
+    prov = passlab.provenance(passlab.build(constant).trace)
+    assert (prov["permute_dims"].fate, prov["permute_dims"].note) == (
+        "folded", "folded by FoldConstant")
+    text = prov.to_text()
+    assert text.splitlines()[0] == ("Provenance of 7 operator calls of forward: 2 kernels, "
+                                    "2 gone")
+    assert "<table" in prov.to_html() and "folded by FoldConstant" in prov.to_html()

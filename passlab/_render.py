@@ -52,6 +52,12 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def shape_text(shape: Sequence[Any] | None) -> str:
+    """A tensor shape as analyses print it: ``4x32``, ``scalar`` for ``()``, ``?`` when
+    unknown."""
+    return "?" if shape is None else "x".join(map(str, shape)) or "scalar"
+
+
 def shown_note(shown: int, total: int, what: str = "rows") -> str:
     return f"shown {shown} of {total} {what}"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from passlab import _render
 from passlab._tvm import ir as _ir
 
 __all__ = ["Tensor", "Allocation"]
@@ -41,7 +42,7 @@ class Tensor:
 
     @property
     def shape_text(self) -> str:
-        return "?" if self.shape is None else "x".join(map(str, self.shape)) or "scalar"
+        return _render.shape_text(self.shape)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ class Crossing:
 
     @property
     def shape_text(self) -> str:
-        return "?" if self.shape is None else "x".join(map(str, self.shape)) or "scalar"
+        return _render.shape_text(self.shape)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class Edge:
 
     @property
     def shape_text(self) -> str:
-        return "?" if self.shape is None else "x".join(map(str, self.shape)) or "scalar"
+        return _render.shape_text(self.shape)
 
     @property
     def label(self) -> str:

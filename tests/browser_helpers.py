@@ -133,3 +133,26 @@ def chromium(profile: Path, width: int = 1400, height: int = 1100):
             yield page
         finally:
             ctx.close()
+
+
+def write_notebook(path: Path, cells: list[str]) -> Path:
+    """A notebook of code ``cells`` with the ipykernel kernelspec, written to ``path``."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def run_all(page, expect) -> None:
+    """Run every cell of the open notebook once its kernel is idle."""
+    import re
+
+    # The status-bar kernel item, not the toolbar's idle dot: that one reads idle before
+    # the session has a kernel, and Run All then opens a "Select Kernel" dialog.
+    expect(page.locator('.jp-StatusBar-TextItem[title^="Change kernel"]')).to_have_text(
+        "Python 3 (ipykernel) | Idle")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()

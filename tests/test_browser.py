@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_helpers import chromium, jupyter_lab, missing
+from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(missing() is not None, reason=str(missing()))]
@@ -30,15 +30,6 @@ def expect():
     return expect
 
 
-def _run_all(page, expect) -> None:
-    # The status-bar kernel item, not the toolbar's idle dot: that one reads idle before
-    # the session has a kernel, and Run All then opens a "Select Kernel" dialog.
-    expect(page.locator('.jp-StatusBar-TextItem[title^="Change kernel"]')).to_have_text(
-        "Python 3 (ipykernel) | Idle")
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-
-
 _ACTIVE_CELL = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell'))
     .findIndex((c) => c.classList.contains('jp-mod-active'))"""
 
@@ -54,7 +45,7 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
         start = time.perf_counter()
         page.goto(lab.url(f"lab/tree/{TOUR.name}"))
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        _run_all(page, expect)
+        run_all(page, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         expect(widget).to_have_count(1)
         diff = widget.locator(".plx-pane-diff")
@@ -165,17 +156,11 @@ def _set_theme(page, name: str) -> None:
 def test_buffers_pane_shows_the_liveness_picture(tmp_path, expect):
     """The Buffers pane draws the SVG above the table, a slider redraws it with a bound for
     the symbolic sequence length; screenshots in the light and the dark theme."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in _BUFFERS_NB])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    path = tmp_path / "buffers.ipynb"
-    nbformat.write(nb, path)
+    path = write_notebook(tmp_path / "buffers.ipynb", _BUFFERS_NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
         page.goto(lab.url(f"lab/tree/{path.name}"))
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        _run_all(page, expect)
+        run_all(page, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         pane = widget.locator(".plx-pane-buffers")
         svg = pane.locator("svg.passlab-bufplot")

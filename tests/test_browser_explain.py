@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import chromium, jupyter_lab, missing
+from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(missing() is not None, reason=str(missing()))]
@@ -33,29 +33,16 @@ def expect():
     return expect
 
 
-def _run_all(page, expect) -> None:
-    expect(page.locator('.jp-StatusBar-TextItem[title^="Change kernel"]')).to_have_text(
-        "Python 3 (ipykernel) | Idle")
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-
-
 def test_explain_strip_in_the_explorer_and_the_report(tmp_path, expect):
-    import nbformat
-
     import passlab
 
     trace = passlab.build(passlab.models.mlp()).trace
     fuse, plan = trace.find("FuseOps"), trace.find("StaticPlanBlockMemory")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in _NB])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    path = tmp_path / "explain.ipynb"
-    nbformat.write(nb, path)
+    path = write_notebook(tmp_path / "explain.ipynb", _NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
         page.goto(lab.url(f"lab/tree/{path.name}"))
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        _run_all(page, expect)
+        run_all(page, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         strip = widget.locator(".plx-explain-strip")
         # above the panes, with the sentence for this step and the card's summary

@@ -641,3 +641,14 @@ def called_functions(func) -> set[str]:
     if not is_relax_function(func):
         return set()
     return {gv.name_hint for gv in relax().analysis.all_global_vars(func)}
+
+
+def keep_interrupts() -> None:
+    """Make a KeyboardInterrupt raised in a Python callback during a TVM pass (a hook,
+    a Python pass, a signal handler run there) come back to Python as a
+    KeyboardInterrupt. tvm_ffi maps exceptions to C++ errors by registered class name;
+    an unregistered class becomes ``RuntimeError`` with the exception's message, which
+    for Ctrl-C is empty."""
+    from tvm_ffi.error import register_error
+
+    register_error("KeyboardInterrupt", KeyboardInterrupt)

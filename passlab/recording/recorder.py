@@ -8,7 +8,7 @@ is derived later, lazily, by :mod:`passlab.recording.trace`.
 A callback never raises an error into TVM: an exception inside one would abort the
 user's build (or, in ``enter_pass_ctx``, silently drop every instrument). A recorder bug
 becomes a warning and a partial trace instead. Ctrl-C is the exception: it propagates,
-and TVM hands it back to Python as a ``KeyboardInterrupt`` (see :func:`_keep_interrupts`).
+and TVM hands it back to Python as a ``KeyboardInterrupt`` (see :func:`passlab._tvm.keep_interrupts`).
 
 Memory: TVM's C++ instrument holds the hook functions it was given. Were they bound
 methods of the instrument, the instrument would keep itself and every recorded snapshot
@@ -30,6 +30,8 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
+from passlab import _tvm
 
 __all__ = ["Recorder", "RawEvent"]
 
@@ -157,7 +159,7 @@ def _make_instrument_class():
     # Defined lazily: ``pass_instrument`` needs TVM, and ``import passlab`` must not.
     from tvm.ir.instrument import pass_instrument
 
-    _keep_interrupts()
+    _tvm.keep_interrupts()
 
     @pass_instrument
     class PasslabRecorder:
@@ -184,17 +186,6 @@ def _make_instrument_class():
             self._hooks.release()
 
     return PasslabRecorder
-
-
-def _keep_interrupts() -> None:
-    """Make a KeyboardInterrupt raised in a Python callback during a TVM pass (a hook,
-    a Python pass, a signal handler run there) come back to Python as a
-    KeyboardInterrupt. tvm_ffi maps exceptions to C++ errors by registered class name;
-    an unregistered class becomes ``RuntimeError`` with the exception's message, which
-    for Ctrl-C is empty."""
-    from tvm_ffi.error import register_error
-
-    register_error("KeyboardInterrupt", KeyboardInterrupt)
 
 
 def _break(state: _State, exc: BaseException) -> None:

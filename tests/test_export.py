@@ -127,7 +127,9 @@ def test_page_holds_the_explorer_state_with_its_module(page_html):
     [view] = [json.loads(t) for a, t in page.scripts if a.get("type") == WIDGET_VIEW]
     model = state["state"][view["model_id"]]
     assert (model["model_module"], model["model_name"]) == ("anywidget", "AnyModel")
-    assert model["state"]["_esm"] == (STATIC / "explorer.js").read_text("utf-8")
+    from passlab.views.explorer import JS_PARTS, bundle
+
+    assert model["state"]["_esm"] == bundle(JS_PARTS)
     assert model["state"]["summary"].startswith("Trace of 96 pass calls")
     assert "LegalizeOps" in model["state"]["diff_html"]
     assert "<title>explorer</title>" in page_html.read_text("utf-8")

@@ -1,7 +1,7 @@
 """Explorer: a Jupyter widget to walk through a recorded build, pass by pass.
 
-Python owns the state (synced traitlets); ``static/explorer.js`` only renders it and sends
-the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
+Python owns the state (synced traitlets); the front end (``static/explorer/*.js``, joined
+into one ES module by :func:`bundle`) only renders it and sends the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
 only that step's open pane (:mod:`passlab.views.explorer_panes`).
 
 Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
@@ -18,6 +18,18 @@ from passlab.views import explorer_panes as panes
 __all__ = ["Explorer"]
 
 _STATIC = pathlib.Path(__file__).parent / "static"
+#: The front end's parts, in bundle order: helpers, the pass list, the graph pane, the
+#: other panes, then the skeleton that exports ``render``. One room per part.
+JS_PARTS = ("core.js", "list.js", "graph.js", "panes.js", "main.js")
+CSS_PARTS = ("base.css", "graph.css")
+
+
+def bundle(parts: tuple[str, ...]) -> str:
+    """The parts of ``static/explorer/`` joined into one file (an anywidget ``_esm`` is
+    one ES module), each headed by its file name."""
+    return "\n".join(f"/* --- {name} --- */\n" + (_STATIC / "explorer" / name).read_text("utf-8")
+                     for name in parts)
+
 _NEEDS = ("passlab.Explorer needs ipywidgets and anywidget (the 'notebook' extra): "
           "pip install 'passlab[notebook]'")
 
@@ -63,8 +75,8 @@ else:
         True
         """
 
-        _esm = _STATIC / "explorer.js"
-        _css = _STATIC / "explorer.css"
+        _esm = bundle(JS_PARTS)
+        _css = bundle(CSS_PARTS)
 
         # -- the data (sent once)
         steps = t.List(help="one row per step: i, label, stage, kind, origin, depth, "

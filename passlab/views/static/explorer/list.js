@@ -1,0 +1,127 @@
+// The pass list and its filters (search, stage, changed only, inner passes).
+
+function passList(ctx) {
+  const { model, on, send } = ctx;
+  const search = h("input", { type: "search", placeholder: "search passes", class: "plx-search",
+                              "aria-label": "search passes" });
+  const stageSel = h("select", { class: "plx-stage", "aria-label": "stage" });
+  const changedBox = h("input", { type: "checkbox", class: "plx-changed-only" });
+  const innerBox = h("input", { type: "checkbox", class: "plx-show-inner" });
+  const count = h("span", { class: "plx-count" });
+  const toolbar = h("div", { class: "plx-toolbar" }, search, stageSel,
+    h("label", {}, changedBox, document.createTextNode(" changed only")),
+    h("label", {}, innerBox, document.createTextNode(" inner passes")), count);
+  const list = h("div", { class: "plx-list", tabindex: "0", role: "listbox",
+                          "aria-label": "passes", "data-lm-suppress-shortcuts": "true" });
+
+  let byIndex = new Map();
+  let rowEls = new Map();
+  const indexRows = () => {
+    byIndex = new Map(model.get("steps").map((r) => [r.i, r]));
+  };
+
+  const renderStages = () => {
+    stageSel.replaceChildren(h("option", { value: "", text: "all stages" }));
+    for (const s of model.get("stages")) stageSel.append(h("option", { value: s, text: s }));
+    stageSel.value = model.get("stage");
+  };
+
+  const markSelected = (scroll) => {
+    const sel = model.get("selected");
+    for (const [i, row] of rowEls) {
+      const on = i === sel;
+      row.classList.toggle("selected", on);
+      row.setAttribute("aria-selected", on ? "true" : "false");
+      if (on && scroll) row.scrollIntoView({ block: "nearest" });
+    }
+  };
+
+  const renderList = () => {
+    const vis = model.get("visible");
+    const inner = model.get("show_inner");
+    rowEls = new Map();
+    list.replaceChildren();
+    for (const i of vis) {
+      const r = byIndex.get(i);
+      if (!r) continue;
+      const cls = ["plx-row", r.changed ? "changed" : "same", r.kind];
+      if (r.origin === "user") cls.push("user");
+      if (r.failed) cls.push("failed");
+      const row = h("div", { class: cls.join(" "), role: "option", "data-index": String(i) },
+        h("span", { class: "plx-i", text: String(i) }),
+        h("span", { class: "plx-label", text: r.label }),
+        h("span", { class: "plx-stage-tag", text: r.stage }),
+        h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
+        h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
+      if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;
+      row.title = `${r.label} (${r.stage}, ${r.kind}, ${r.origin})`;
+      rowEls.set(i, row);
+      list.append(row);
+    }
+    if (!vis.length) {
+      list.append(h("div", { class: "plx-empty",
+        text: model.get("steps").length ? "no pass matches the filters" : "no passes recorded" }));
+    }
+    const main = model.get("steps").filter((r) => r.kind === "pass" || r.failed).length;
+    count.textContent = `${vis.length} of ${inner ? model.get("steps").length : main} passes`;
+    markSelected(false);
+  };
+
+  const select = (i) => {
+    if (i === model.get("selected")) return;
+    ctx.busy();
+    send({ selected: i });
+    markSelected(true);
+  };
+
+  list.addEventListener("click", (e) => {
+    const row = e.target.closest(".plx-row");
+    if (!row) return;
+    list.focus();
+    select(Number(row.dataset.index));
+  });
+  list.addEventListener("keydown", (e) => {
+    const keys = { ArrowDown: 1, ArrowUp: -1, j: 1, k: -1, Home: "first", End: "last" };
+    if (!(e.key in keys)) return;
+    e.preventDefault();
+    e.stopPropagation();  // keep JupyterLab from moving between cells
+    const vis = model.get("visible");
+    if (!vis.length) return;
+    const at = vis.indexOf(model.get("selected"));
+    let next;
+    if (keys[e.key] === "first") next = 0;
+    else if (keys[e.key] === "last") next = vis.length - 1;
+    else next = at < 0 ? 0 : Math.min(vis.length - 1, Math.max(0, at + keys[e.key]));
+    select(vis[next]);
+  });
+
+  let searchTimer = null;
+  search.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => send({ search: search.value }), 150);
+  });
+  stageSel.addEventListener("change", () => send({ stage: stageSel.value }));
+  changedBox.addEventListener("change", () => send({ changed_only: changedBox.checked }));
+  innerBox.addEventListener("change", () => send({ show_inner: innerBox.checked }));
+  ctx.onCleanup(() => clearTimeout(searchTimer));
+
+  // first render, then follow the model
+  indexRows();
+  renderStages();
+  search.value = model.get("search");
+  changedBox.checked = model.get("changed_only");
+  innerBox.checked = model.get("show_inner");
+  renderList();
+  on("change:steps", () => { indexRows(); renderList(); });
+  on("change:stages", renderStages);
+  on("change:visible", renderList);
+  on("change:show_inner", () => { innerBox.checked = model.get("show_inner"); });
+  on("change:changed_only", () => { changedBox.checked = model.get("changed_only"); });
+  on("change:stage", () => { stageSel.value = model.get("stage"); });
+  on("change:search", () => {
+    if (document.activeElement !== search) search.value = model.get("search");
+  });
+  on("change:selected", () => markSelected(true));
+
+  return { toolbar, list, select, markSelected };
+}

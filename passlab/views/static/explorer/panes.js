@@ -1,0 +1,116 @@
+// The step panes besides the graph: diff, compare, buffers (with bound sliders),
+// pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
+
+// diff and pipeline: the pane is the HTML; diffs print the first few functions and the
+// pane's "show all" button asks for the rest
+function htmlPane(ctx, pane, name) {
+  const { model, on, send } = ctx;
+  const render = () => { pane.innerHTML = model.get(`${name}_html`); };
+  if (name === "diff") {
+    pane.addEventListener("click", (ev) => {
+      if (ev.target.closest && ev.target.closest(".plx-show-all")) { ctx.busy(); send({ diff_all: true }); }
+    });
+  }
+  render();
+  on(`change:${name}_html`, render);
+  return {};
+}
+
+// compare: choose A and B; the diff runs from A's input to B's output
+function comparePane(ctx, pane) {
+  const { model, on, send } = ctx;
+  const selA = h("select", { class: "plx-compare-a", "aria-label": "compare from" });
+  const selB = h("select", { class: "plx-compare-b", "aria-label": "compare to" });
+  const swap = h("button", { class: "plx-swap", text: "swap" });
+  const body = h("div", { class: "plx-compare-body" });
+  pane.append(h("div", { class: "plx-compare-tools" },
+    document.createTextNode("A "), selA, document.createTextNode(" \u2192 B "), selB, swap), body);
+  selA.addEventListener("change", () => { ctx.busy(); send({ compare_a: Number(selA.value) }); });
+  selB.addEventListener("change", () => { ctx.busy(); send({ compare_b: Number(selB.value) }); });
+  swap.addEventListener("click", () => {
+    if (model.get("compare_a") === model.get("compare_b")) return;
+    ctx.busy();
+    send({ compare_a: model.get("compare_b"), compare_b: model.get("compare_a") });
+  });
+  pane.addEventListener("click", (ev) => {
+    if (ev.target.closest && ev.target.closest(".plx-show-all")) { ctx.busy(); send({ diff_all: true }); }
+  });
+  const renderOptions = () => {
+    for (const sel of [selA, selB]) {
+      sel.replaceChildren();
+      for (const r of model.get("steps")) {
+        if (r.kind === "container") continue;
+        sel.append(h("option", { value: String(r.i), text: stepText(r) }));
+      }
+    }
+    selA.value = String(model.get("compare_a"));
+    selB.value = String(model.get("compare_b"));
+  };
+  const render = () => { body.innerHTML = model.get("compare_html"); };
+  renderOptions();
+  render();
+  on("change:steps", renderOptions);
+  on("change:compare_a", () => { selA.value = String(model.get("compare_a")); });
+  on("change:compare_b", () => { selB.value = String(model.get("compare_b")); });
+  on("change:compare_html", render);
+  return {};
+}
+
+// buffers: a slider per symbolic dimension (Python redraws with bounds={n: value})
+function buffersPane(ctx, pane) {
+  const { model, on, send } = ctx;
+  const boundsBar = h("div", { class: "plx-bounds" });
+  const body = h("div", { class: "plx-buffers-body" });
+  pane.append(boundsBar, body);
+  let boundsTimer = null;
+  const renderBounds = () => {
+    const symbols = model.get("symbols") || [];
+    const bounds = model.get("bounds") || {};
+    boundsBar.replaceChildren();
+    boundsBar.style.display = symbols.length ? "" : "none";
+    for (const name of symbols) {
+      const set = Object.prototype.hasOwnProperty.call(bounds, name);
+      const slider = h("input", { type: "range", min: "1", max: "2048", step: "1",
+        class: "plx-bound", "data-symbol": name, "aria-label": `bound for ${name}`,
+        value: String(set ? bounds[name] : 128) });
+      const value = h("span", { class: "plx-bound-value",
+        text: set ? `${name} = ${bounds[name]}` : `${name} unbounded: lower bound drawn; move to set ${name}` });
+      slider.addEventListener("input", () => {
+        value.textContent = `${name} = ${slider.value}`;
+        clearTimeout(boundsTimer);
+        boundsTimer = setTimeout(() => {
+          ctx.busy();
+          send({ bounds: { ...model.get("bounds"), [name]: Number(slider.value) } });
+        }, 150);
+      });
+      boundsBar.append(h("label", {}, document.createTextNode(`${name} `), slider), value);
+    }
+  };
+  const render = () => { body.innerHTML = model.get("buffers_html"); };
+  renderBounds();
+  render();
+  on("change:symbols", renderBounds);
+  on("change:bounds", renderBounds);
+  on("change:buffers_html", render);
+  ctx.onCleanup(() => clearTimeout(boundsTimer));
+  return {};
+}
+
+// the Explain strip: what the selected pass does and what it changed here (HTML escaped
+// by passlab); its "what this pass does" fold stays open from pass to pass
+function explainStrip(ctx) {
+  const { model, on } = ctx;
+  const strip = h("div", { class: "plx-explain-strip", "aria-live": "polite" });
+  let open = false;
+  strip.addEventListener("toggle", (ev) => {
+    if (ev.target.tagName === "DETAILS") open = ev.target.open;
+  }, true);
+  const render = () => {
+    strip.innerHTML = model.get("explain_html");
+    const fold = strip.querySelector("details");
+    if (fold && open) fold.open = true;
+  };
+  render();
+  on("change:explain_html", render);
+  return strip;
+}

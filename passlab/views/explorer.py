@@ -20,8 +20,9 @@ __all__ = ["Explorer"]
 _STATIC = pathlib.Path(__file__).parent / "static"
 #: The front end's parts, in bundle order: helpers, the pass list, the graph pane, the
 #: other panes, then the skeleton that exports ``render``. One room per part.
-JS_PARTS = ("core.js", "list.js", "graph.js", "panes.js", "main.js")
-CSS_PARTS = ("base.css", "graph.css")
+JS_PARTS = ("core.js", "list.js", "graph.js", "ir.js", "panes.js", "provenance.js", "edit.js",
+            "main.js")
+CSS_PARTS = ("base.css", "graph.css", "ir.css", "provenance.css", "edit.css")
 
 
 def bundle(parts: tuple[str, ...]) -> str:
@@ -112,6 +113,12 @@ else:
         compare_b = t.Int(-1, help="compare: to this step's output").tag(sync=True)
         compare_html = t.Unicode(help="diff from compare_a to compare_b").tag(sync=True)
         pipeline_html = t.Unicode(help="the pipeline and where user passes ran").tag(sync=True)
+        provenance_html = t.Unicode(help="the model's operators and the kernels they ended "
+                                    "up in, up to the selected pass").tag(sync=True)
+        edit_html = t.Unicode(help="the edit pane: the pipeline to change and re-run"
+                              ).tag(sync=True)
+        focus = t.List(t.Unicode(), help="graph node ids (or Relax variable names) to "
+                       "highlight in the graph: set by links from other panes").tag(sync=True)
         node = t.Unicode("", help="id of the graph node clicked in the front end").tag(sync=True)
         kernel_title = t.Unicode(help="what kernel_text shows").tag(sync=True)
         kernel_text = t.Unicode(help="TVMScript of the clicked node's kernel").tag(sync=True)

@@ -18,7 +18,7 @@ from passlab.recording.trace import Step, Trace
 __all__ = ["TABS", "DIFF_MODES", "rows", "visible", "default_selection", "PaneRenderer"]
 
 #: The panes, in the order of the tabs.
-TABS = ("diff", "graph", "buffers", "compare", "pipeline")
+TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit")
 DIFF_MODES = ("unified", "side-by-side")
 #: Graph node kinds that stand for data, not a kernel.
 _DATA_KINDS = frozenset({"input", "weight", "constant", "output"})
@@ -146,6 +146,8 @@ class PaneRenderer:
             return empty
         if tab == "pipeline":
             return self._cached(("pipeline",), self._pipeline, "the pipeline")
+        if tab == "edit":
+            return self._edit()
         if tab == "compare":
             return self._cached(("compare", a, b, mode, all_functions),
                                 lambda: self._compare(a, b, mode, all_functions),
@@ -160,6 +162,9 @@ class PaneRenderer:
         if tab == "graph":
             return self._cached(("graph", index), lambda: self._graph(step),
                                 f"the fused graph after {step.label}")
+        if tab == "provenance":
+            return self._cached(("provenance", index), lambda: self._provenance(step),
+                                f"the provenance up to {step.label}")
         if tab == "buffers":
             bound = tuple(sorted((bounds or {}).items()))
             return self._cached(("buffers", index, bound), lambda: self._buffers(step, bounds),
@@ -257,6 +262,14 @@ class PaneRenderer:
             head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
             target = sb.before
         return head + _first_view(diff(sa, target), mode, all_functions)
+
+    def _provenance(self, step: Step) -> str:
+        from passlab.analysis.provenance import provenance
+
+        return provenance(self.trace).to_html()
+
+    def _edit(self) -> str:
+        return _note("Editing needs the build: open passlab.Explorer(build) on a Build.")
 
     def _pipeline(self) -> str:
         pipe = self.trace.pipeline

@@ -1,6 +1,7 @@
 // passlab Explorer front end (anywidget ES module), part 1 of the bundle: helpers.
-// The bundle is these files joined in the order of explorer.py's _PARTS: core.js,
-// list.js, graph.js, panes.js, main.js (one ES module; only main.js exports).
+// The bundle is these files joined in the order of explorer.py's JS_PARTS (one ES
+// module; only main.js exports). A part that draws a pane registers its factory in PANES:
+// PANES[tab] = (ctx, paneElement) => ({ onShow?() }); main.js calls it once.
 // Python owns the state; the parts render the synced traits and send the user's choices
 // back (ctx.send). Labels from IR are set with textContent; pane HTML comes from Python
 // already escaped.
@@ -15,6 +16,9 @@ function h(tag, attrs = {}, ...children) {
   for (const c of children) if (c) el.append(c);
   return el;
 }
+
+// tab name -> pane factory (see above); a tab without one shows its `<tab>_html` trait
+const PANES = {};
 
 function stepText(row) {
   return `#${row.i} ${row.label}`;

@@ -141,3 +141,4 @@ function graphPane(ctx, pane) {
   ctx.onCleanup(() => { if (pz) pz.cleanup(); });
   return { onShow: () => { if (pz) pz.fitOnce(); } };
 }
+PANES.graph = graphPane;

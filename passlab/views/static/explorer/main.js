@@ -2,7 +2,8 @@
 
 const TABS = [
   ["diff", "Diff"], ["graph", "Fused graph"], ["buffers", "Buffers"],
-  ["compare", "Compare"], ["pipeline", "Pipeline"],
+  ["provenance", "Provenance"], ["compare", "Compare"], ["pipeline", "Pipeline"],
+  ["edit", "Edit"],
 ];
 
 function render({ model, el }) {
@@ -53,13 +54,10 @@ function render({ model, el }) {
     panes[name] = h("div", { class: `plx-pane plx-pane-${name}`, "data-pane": name });
     paneBox.append(panes[name]);
   }
-  const views = {
-    diff: htmlPane(ctx, panes.diff, "diff"),
-    graph: graphPane(ctx, panes.graph),
-    buffers: buffersPane(ctx, panes.buffers),
-    compare: comparePane(ctx, panes.compare),
-    pipeline: htmlPane(ctx, panes.pipeline, "pipeline"),
-  };
+  const views = {};
+  for (const [name] of TABS) {
+    views[name] = PANES[name] ? PANES[name](ctx, panes[name]) : htmlPane(ctx, panes[name], name);
+  }
   const explain = explainStrip(ctx);
   const body = h("div", { class: "plx-body" }, passes.list,
     h("div", { class: "plx-right" }, tabs, explain, paneBox));

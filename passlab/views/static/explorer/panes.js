@@ -1,7 +1,7 @@
 // The step panes besides the graph: diff, compare, buffers (with bound sliders),
 // pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
 
-// diff and pipeline: the pane is the HTML; diffs print the first few functions and the
+// a pane that is its HTML (diff, pipeline, and any tab without a factory); diffs print the first few functions and the
 // pane's "show all" button asks for the rest
 function htmlPane(ctx, pane, name) {
   const { model, on, send } = ctx;
@@ -114,3 +114,5 @@ function explainStrip(ctx) {
   on("change:explain_html", render);
   return strip;
 }
+PANES.compare = comparePane;
+PANES.buffers = buffersPane;

@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(VENV)/bin/passlab demo
 
 test: $(STAMP) system-deps
-	$(PY) -m pytest -ra
+	$(PY) -m pytest -ra --durations=25
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -ra -m "not slow and not browser"

@@ -1,0 +1,103 @@
+"""The Explorer's and the report's latency and size on every built-in model (issue 13).
+
+For each model of ``passlab.models.NAMES``: build once, then measure
+
+- ``open``: ``Explorer(build)`` until its first pane is rendered (highlighted diff);
+- ``first view``: the diff pane of every changed main-chain step, as the Explorer renders
+  it (highlighted HTML, first few functions), with the printing cache cleared before each
+  step: the worst step and the median;
+- ``graph``: the fused-graph pane after FuseTIR (layout by Graphviz when installed);
+- ``report``: ``trace.to_html(path)`` written once from a cold printing cache, and its size.
+
+Targets: first view <= 100 ms, open <= 0.5 s, report <= 3 s and <= 5 MB. Every figure is
+printed next to its target as a ratio (<= 1.00 meets it); the script exits 1 when any is
+over. Timings are medians of ``--repeat`` runs (default 3) where a run is cheap.
+
+Run: ``.venv/bin/python benchmarks/bench_views.py [--models mlp,resnet] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import passlab  # noqa: E402
+from passlab._tvm import printing  # noqa: E402
+from passlab.views import explorer_panes  # noqa: E402
+
+TARGETS = {"first_view_ms": 100.0, "open_ms": 500.0, "report_s": 3.0, "report_mb": 5.0}
+
+
+def _ms(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def measure(name: str, repeat: int) -> dict:
+    from passlab.views.explorer import Explorer
+
+    build = passlab.build(passlab.models.by_name(name))
+    trace = build.trace
+    opens = []
+    for _ in range(repeat):
+        printing.clear_cache()
+        opens.append(_ms(lambda: Explorer(build)))
+    changed = [s for s in trace.top_level() if s.changed]
+    views = []
+    for s in changed:
+        printing.clear_cache()
+        renderer = explorer_panes.PaneRenderer(trace)  # an empty pane cache
+        views.append(_ms(lambda s=s, r=renderer: r.pane("diff", s.index)))
+    graph_ms = float("nan")
+    if "FuseTIR" in {s.name for s in trace}:
+        renderer = explorer_panes.PaneRenderer(trace)
+        graph_ms = _ms(lambda: renderer.pane("graph", trace.find("FuseTIR").index))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.html"
+        printing.clear_cache()
+        report_s = _ms(lambda: trace.to_html(path)) / 1e3
+        report_mb = path.stat().st_size / 1e6
+    worst = max(range(len(views)), key=views.__getitem__)
+    return dict(model=name, steps=len(trace), changed=len(changed),
+                open_ms=statistics.median(opens), first_view_ms=views[worst],
+                first_view_median_ms=statistics.median(views), slowest=changed[worst].label,
+                graph_ms=graph_ms, report_s=report_s, report_mb=report_mb)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(passlab.models.NAMES),
+                    help="comma-separated built-in model names (default: all)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    names = [n for n in args.models.split(",") if n]
+    head = (f"{'model':20} {'steps':>6} {'open ms':>8} {'ratio':>6} {'view max':>9} {'ratio':>6} "
+            f"{'median':>7} {'graph ms':>9} {'report s':>9} {'ratio':>6} {'MB':>6} {'ratio':>6}"
+            "  slowest view")
+    print(head)
+    over = []
+    for name in names:
+        r = measure(name, args.repeat)
+        ratios = {k: r[k] / TARGETS[k] for k in TARGETS}
+        over += [f"{name} {k}" for k, v in ratios.items() if v > 1.0]
+        print(f"{name:20} {r['steps']:6d} {r['open_ms']:8.0f} {ratios['open_ms']:6.2f} "
+              f"{r['first_view_ms']:9.1f} {ratios['first_view_ms']:6.2f} "
+              f"{r['first_view_median_ms']:7.1f} {r['graph_ms']:9.0f} {r['report_s']:9.2f} "
+              f"{ratios['report_s']:6.2f} {r['report_mb']:6.2f} {ratios['report_mb']:6.2f}"
+              f"  {r['slowest']}", flush=True)
+    print("targets: open <= 500 ms, first view <= 100 ms, report <= 3 s and <= 5 MB "
+          "(ratio = measured / target)")
+    if over:
+        print("over target: " + ", ".join(over))
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,6 +53,33 @@ def test_resnet_every_op_reaches_a_kernel_and_every_fused_kernel_has_its_ops(res
     assert len(frame) == len(prov) == 70
 
 
+def test_resnet_each_fused_kernel_holds_its_calls_times_its_ops(resnet_trace):
+    # FuseOps names its new calls "lv", "lv1" ... like the batch_norm bindings of the input:
+    # the downsample batch_norm lv7 once went to the wrong kernel, one that also calls a
+    # batch_norm. Count: the ops of a fused function x its calls in the entry
+    from tvm import relax
+
+    from passlab import _tvm
+    from passlab._tvm import ir
+
+    prov = passlab.provenance(resnet_trace)
+    assert prov.kernels_of("lv7") == ("fused_batch_norm1_batch_norm1_add1_relu1",)
+    fused = resnet_trace.find("FuseOps").after
+    calls: dict[str, int] = {}
+    for b in ir.iter_bindings(fused[_tvm.entry_function(fused)]):
+        if isinstance(b.value, relax.Call) and isinstance(b.value.op, relax.GlobalVar):
+            name = b.value.op.name_hint
+            calls[name] = calls.get(name, 0) + 1
+    checked = 0
+    for name, n in calls.items():
+        if not name.startswith("fused_"):
+            continue
+        ops = sum(1 for b in ir.iter_bindings(fused[name]) if isinstance(b.value, relax.Call))
+        assert len(prov.ops_of(name)) == ops * n, (name, ops, n, prov.ops_of(name))
+        checked += 1
+    assert checked >= 5
+
+
 def test_folded_and_dead_operators_say_why():
     @I.ir_module
     class M:

@@ -20,14 +20,15 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from passlab import _render, _tvm
 from passlab._render import Displayable
 from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
-from passlab.errors import unknown
+from passlab.errors import UnknownNameError, unknown
+from passlab.models._source_names import source_names
 
 __all__ = ["provenance", "Provenance", "OpOrigin"]
 
@@ -41,8 +42,10 @@ class OpOrigin:
     it is gone), ``fate`` one of ``"kernel"``, ``"builtin"`` (a runtime function such as
     ``vm.builtin.reshape``), ``"unfused"`` (still a call in the entry function: e.g. a
     pipeline without LegalizeOps), ``"folded"`` or ``"removed"``,
-    ``note`` says why (``"folded by FoldConstant"``), and ``history`` lists
-    ``(step label, event)`` pairs.
+    ``note`` says why (``"folded by FoldConstant"``), ``history`` lists
+    ``(step label, event)`` pairs, and ``source`` the names of the source model's nodes
+    the binding came from (ONNX node names such as ``/layer1/layer1.0/conv1/Conv``, or
+    PyTorch module paths, when :func:`passlab.load` imported the model; else empty).
     """
 
     op: str
@@ -51,6 +54,7 @@ class OpOrigin:
     fate: str
     note: str = ""
     history: tuple[tuple[str, str], ...] = ()
+    source: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,8 +81,34 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
         return tuple(dict.fromkeys(k for o in self.ops for k in o.kernels))
 
     def kernels_of(self, op: str) -> tuple[str, ...]:
-        """The kernels the operator call ``op`` (a binding name) ended up in."""
+        """The kernels the operator call ``op`` (a binding name, or a source node name:
+        see :meth:`by_source`) ended up in."""
+        if not any(o.op == op for o in self.ops) and any(op in o.source for o in self.ops):
+            return tuple(dict.fromkeys(k for o in self.by_source(op) for k in o.kernels))
         return self[op].kernels
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Every source node name (ONNX node, PyTorch module path), in program order."""
+        return tuple(dict.fromkeys(s for o in self.ops for s in o.source))
+
+    def by_source(self, name: str) -> tuple[OpOrigin, ...]:
+        """The operator calls that came from the source model's node ``name`` (an ONNX
+        node name, a PyTorch module path), in program order."""
+        found = tuple(o for o in self.ops if name in o.source)
+        if not found:
+            if not self.sources:
+                raise UnknownNameError(
+                    f"unknown source node {name!r}: the input's {self.function} carries no "
+                    "source node names (ONNX and PyTorch models imported with "
+                    "passlab.load carry them, when their nodes have names); look "
+                    "operators up by binding name instead", name, (), ())
+            raise unknown("source node", name, self.sources)
+        return found
+
+    def sources_of(self, kernel: str) -> tuple[str, ...]:
+        """The source node names of the operator calls a kernel holds."""
+        return tuple(dict.fromkeys(s for op in self.ops_of(kernel) for s in self[op].source))
 
     def ops_of(self, kernel: str) -> tuple[str, ...]:
         """The operator calls of the input that a kernel holds, in program order."""
@@ -87,29 +117,36 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
             raise unknown("kernel", kernel, self.kernels)
         return found
 
+    def _columns(self) -> list[str]:
+        return ["op", "operator", "kernels", "fate", "note"] + (
+            ["source"] if self.sources else [])
+
     def _rows(self) -> list[list[str]]:
+        extra = bool(self.sources)
         return [[o.op, o.operator, ", ".join(o.kernels) or "-", o.fate, o.note]
-                for o in self.ops]
+                + ([", ".join(o.source) or "-"] if extra else []) for o in self.ops]
 
     def to_text(self) -> str:
         gone = sum(1 for o in self.ops if not o.kernels)
         head = (f"Provenance of {len(self.ops)} operator calls of {self.function}: "
                 f"{len(self.kernels)} kernels" + (f", {gone} gone" if gone else ""))
-        return head + "\n" + _render.text_table(
-            ["op", "operator", "kernels", "fate", "note"], self._rows())
+        return head + "\n" + _render.text_table(self._columns(), self._rows())
 
     def to_html(self) -> str:
         head = self.to_text().split("\n", 1)[0]
-        return _render.html_table(["op", "operator", "kernels", "fate", "note"], self._rows(),
+        return _render.html_table(self._columns(), self._rows(),
                                   classes=[o.fate for o in self.ops], caption=head)
 
     def to_dataframe(self) -> Any:
-        """One row per operator call of the input."""
+        """One row per operator call of the input (a ``source`` column when the input
+        carries source node names)."""
         import pandas as pd
 
         return pd.DataFrame([{"op": o.op, "operator": o.operator,
                               "kernels": ", ".join(o.kernels), "fate": o.fate,
-                              "note": o.note} for o in self.ops])
+                              "note": o.note}
+                             | ({"source": ", ".join(o.source)} if self.sources else {})
+                             for o in self.ops])
 
 
 # ------------------------------------------------------------------------- tracking
@@ -144,6 +181,18 @@ def _input_ops(mod: Any, entry: str) -> list[tuple[str, str]]:
             if kind == "op" and not target.startswith(("relax.memory.", "relax.builtin."))]
 
 
+def input_module(trace: Any) -> Any:
+    """The module a trace started from (``trace.input``, else the first pass's input);
+    ``ValueError`` when the trace recorded no pass."""
+    trace = getattr(trace, "trace", trace)
+    if getattr(trace, "input", None) is not None:
+        return trace.input
+    first = next((s.before for s in trace if s.kind == "pass" and s.before is not None), None)
+    if first is None:
+        raise ValueError("the trace has no input module to follow (it recorded no pass)")
+    return first
+
+
 def provenance(trace: Any) -> Provenance:
     """Map every operator call of the input's entry function to the kernels it ended in
     after fusion, lowering and codegen, and every kernel back to its operators.
@@ -167,10 +216,7 @@ def provenance(trace: Any) -> Provenance:
     """
     trace = getattr(trace, "trace", trace)
     steps = [s for s in trace if s.kind == "pass" and s.after is not None]
-    first = trace.input if getattr(trace, "input", None) is not None else (
-        steps[0].before if steps else None)
-    if first is None:
-        raise ValueError("the trace has no input module to follow (it recorded no pass)")
+    first = input_module(trace)
     entry = _tvm.entry_function(first, strict=False)
     ops = _input_ops(first, entry)
     where = {op: _Where(entry, op, None) for op, _ in ops}
@@ -200,7 +246,8 @@ def provenance(trace: Any) -> Provenance:
                                 f"runs as the runtime function {w.kernel}", tuple(history[op])))
         else:
             out.append(OpOrigin(op, operator, (w.kernel,), "kernel", "", tuple(history[op])))
-    return Provenance(entry, tuple(out))
+    names = source_names(first[entry])
+    return Provenance(entry, tuple(replace(o, source=names.get(o.op, ())) for o in out))
 
 
 def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str
@@ -220,9 +267,13 @@ def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entr
                 history[op].append((label, w.gone))
             continue
         hit = next((c for c in calls.get(w.function, ()) if c[0] == w.var), None)
-        if hit is not None and hit[1] == "function" and w.kernel is not None and all(
-                c[2] != w.kernel for c in calls.get(hit[2], ())):
-            hit = None  # a new binding reusing the name ("lv"), not this operator's
+        if hit is not None and hit[1] == "function" and w.kernel is not None:
+            # a call of a fused function under this operator's name: FuseOps moved the
+            # operator into that function and named its new call like it ("lv1" from an
+            # importer and from FuseOps alike); whether the function also calls this
+            # operator's kernel proves nothing (add, relu are in most), so find the
+            # binding where it went (_relocate)
+            hit = None
         if hit is not None:
             _, kind, target = hit
             if kind in ("call_tir", "dps", "function") and target != w.kernel:

@@ -31,6 +31,7 @@ from passlab.errors import (
     first_line,
     unknown,
 )
+from passlab.models import _source_names
 from passlab.models.builtin import NAMES, by_name
 
 __all__ = ["load", "as_module", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
@@ -106,6 +107,11 @@ def load(
     Returns
     -------
     tvm.IRModule
+        From ONNX and PyTorch, the span of each binding of ``main`` names the source
+        node it came from (the ONNX node name, e.g. ``/layer1/layer1.0/conv1/Conv``; the
+        PyTorch module path and ``torch.export`` node name, e.g. ``layer1.0.conv1`` and
+        ``convolution_1``), so that :func:`passlab.provenance` can look operators and
+        kernels up by them. Spans are not printed and change no structural hash.
 
     Warnings
     --------
@@ -349,11 +355,17 @@ def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
 
     shape_dict = {n: [int(d) for d in s] for n, s in shapes.items()}
     try:
-        return from_onnx(model, shape_dict=shape_dict or None, keep_params_in_input=keep)
+        with _source_names.capturing("tvm.relax.frontend.onnx.onnx_frontend",
+                                     "ONNXGraphImporter", "from_onnx", "_nodes") as tables:
+            mod = from_onnx(model, shape_dict=shape_dict or None, keep_params_in_input=keep)
     except NotImplementedError as exc:  # tvm.error.OpNotImplemented and friends
         raise ModelFormatError(
             f"TVM's ONNX importer cannot convert {what}: {first_line(exc)}"
         ) from None
+    # the importer's table: ONNX tensor name -> the Relax expression made for it
+    table = tables[-1] if tables and isinstance(tables[-1], dict) else {}
+    return _source_names.attach(mod, [(table[out], node.name) for node in model.graph.node
+                                      for out in node.output if out in table])
 
 
 def _shape_text(shape: Sequence[Any]) -> str:
@@ -452,10 +464,26 @@ def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
         finally:
             obj.train(was_training)  # hand the user's module back in the mode it came
     try:
-        return from_exported_program(program, keep_params_as_input=keep,
-                                     unwrap_unit_return_tuple=True)
+        with _source_names.capturing(
+                "tvm.relax.frontend.torch.exported_program_translator",
+                "ExportedProgramImporter", "from_exported_program", "env") as tables:
+            mod = from_exported_program(program, keep_params_as_input=keep,
+                                        unwrap_unit_return_tuple=True)
     except (NotImplementedError, AssertionError, ValueError) as exc:
         raise ModelFormatError(
             f"TVM's PyTorch importer cannot convert this program: {type(exc).__name__}: "
             f"{first_line(exc)}"
         ) from None
+    # the importer's table: fx.Node -> the Relax expression made for it; a node is named
+    # by the path of the module that ran it (layer1.0.conv1) and by its own name (conv2d_1)
+    table = tables[-1] if tables and isinstance(tables[-1], dict) else {}
+    return _source_names.attach(mod, [
+        (expr, name) for node, expr in table.items() if getattr(node, "op", "") ==
+        "call_function" for name in (_module_path(node), node.name)])
+
+
+def _module_path(node) -> str:
+    """The path of the innermost module that ran an ``fx.Node`` (``""`` at the top)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    path = list(stack.values())[-1][0] if stack else ""
+    return path if isinstance(path, str) else ""

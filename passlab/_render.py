@@ -18,21 +18,28 @@ from pathlib import Path
 from typing import Any
 
 CSS = """
-.passlab-table { border-collapse: collapse; font: 12px/1.4 ui-monospace, SFMono-Regular,
+table.passlab-table { border-collapse: collapse; font: 12px/1.4 ui-monospace, SFMono-Regular,
   Menlo, Consolas, monospace; }
-.passlab-table caption { text-align: left; font-weight: 600; padding: 4px 0; }
-.passlab-table th, .passlab-table td { padding: 2px 8px; border-bottom: 1px solid
-  rgba(128,128,128,.25); text-align: left; white-space: nowrap; }
-.passlab-table th { position: sticky; top: 0; background: rgba(128,128,128,.15); }
-.passlab-table tr.user td { background: rgba(46,160,67,.15); font-weight: 600; }
-.passlab-table tr.off td { opacity: .5; text-decoration: line-through; }
-.passlab-table tr.failed td { background: rgba(248,81,73,.2); }
-.passlab-table tr.inner td { opacity: .6; }
-.passlab-table tr.same td { opacity: .55; }
-.passlab-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.passlab-table caption { text-align: left; font-weight: 600; padding: 4px 0; }
+table.passlab-table th, table.passlab-table td { padding: 2px 8px; border: none; border-bottom:
+  1px solid rgba(128,128,128,.25); text-align: left; white-space: nowrap; vertical-align: top;
+  line-height: 1.4; }
+table.passlab-table th { position: sticky; top: 0; font-weight: 600;
+  background: var(--jp-layout-color2, Canvas); color: inherit; }
+table.passlab-table tbody tr { background: transparent; }
+table.passlab-table tr.user td { background: rgba(46,160,67,.15); font-weight: 600; }
+table.passlab-table tr.off td { opacity: .5; text-decoration: line-through; }
+table.passlab-table tr.failed td { background: rgba(248,81,73,.2); }
+table.passlab-table tr.inner td { font-style: italic; }
+table.passlab-table tr.same td { color: color-mix(in srgb, currentColor 72%, transparent); }
+/* (0,2,2): beats JupyterLab's `:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`
+   (0,2,1), which right-aligns every cell of an output table, names included */
+table.passlab-table :is(th, td):not(.num) { text-align: left; }
+table.passlab-table :is(th, td).num { text-align: right; font-variant-numeric: tabular-nums; }
 .passlab-error { border-left: 4px solid #d73a49; padding: 4px 8px;
   font: 12px monospace; white-space: pre-wrap; }
-.passlab-note { font: 12px sans-serif; opacity: .75; padding: 2px 0; }
+.passlab-note { font: 12px sans-serif; color: color-mix(in srgb, currentColor 72%, transparent);
+  padding: 2px 0; }
 """
 
 #: Rows beyond this are elided in text and HTML tables, with a "shown N of M" note.
@@ -63,15 +70,14 @@ def shown_note(shown: int, total: int, what: str = "rows") -> str:
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], max_rows: int = MAX_ROWS) -> str:
-    """A plain, aligned table; columns whose every cell is numeric are right-aligned."""
+    """A plain, aligned table: numeric columns (see :func:`numeric_columns`) right-aligned,
+    the others (pass, tensor and function names) left-aligned."""
     cells = [[str(c) for c in r] for r in rows[:max_rows]]
     widths = [len(h) for h in header]
     for r in cells:
         for i, c in enumerate(r):
             widths[i] = max(widths[i], len(c))
-    numeric = [
-        bool(cells) and all(_is_num(r[i]) for r in cells if r[i] != "") for i in range(len(header))
-    ]
+    numeric = numeric_columns(len(header), cells)
 
     def line(r: Sequence[str]) -> str:
         parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)]
@@ -92,20 +98,24 @@ def html_table(
     max_rows: int = MAX_ROWS,
     attrs: Sequence[dict[str, str]] | None = None,
 ) -> str:
-    """An escaped HTML table with the passlab stylesheet inline."""
+    """An escaped HTML table with the passlab stylesheet inline; numeric columns (see
+    :func:`numeric_columns`) are right-aligned, names left-aligned."""
     body = []
+    numeric = numeric_columns(len(header), [[str(c) for c in r] for r in rows[:max_rows]])
     for i, r in enumerate(rows[:max_rows]):
         cls = classes[i] if classes else ""
         extra = "".join(f' {k}="{esc(v)}"' for k, v in (attrs[i] if attrs else {}).items())
         tds = "".join(
-            f'<td class="num">{esc(c)}</td>' if _is_num(str(c)) else f"<td>{esc(c)}</td>" for c in r
+            f'<td class="num">{esc(c)}</td>' if num else f"<td>{esc(c)}</td>"
+            for c, num in zip(r, numeric)
         )
         body.append(f'<tr class="{esc(cls)}"{extra}>{tds}</tr>')
     note = ""
     if len(rows) > max_rows:
         note = f'<div class="passlab-note">{esc(shown_note(max_rows, len(rows)))}</div>'
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    head = "".join(f'<th class="num">{esc(h)}</th>' if num else f"<th>{esc(h)}</th>"
+                   for h, num in zip(header, numeric))
     return (
         f"<style>{CSS}</style><table class=\"passlab-table\">{cap}<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>{note}"
@@ -170,9 +180,35 @@ class Displayable:
         return bundle
 
 
+#: Cells that stand for a missing number and do not make a column text.
+PLACEHOLDERS = frozenset({"", "-", "?"})
+_UNITS = (" B", " KiB", " MiB", " GiB", " ms", " s")
+
+
+def numeric_columns(n: int, cells: Sequence[Sequence[str]]) -> list[bool]:
+    """Which of ``n`` columns to right-align: those with a number ("12", "2.5 KiB",
+    ">=1.0 MiB", "40%") and otherwise only placeholders (:data:`PLACEHOLDERS`). One rule
+    per column, so that a name column is left-aligned even if a name looks numeric.
+
+    >>> numeric_columns(3, [["FuseOps", "1.20", "2.5 KiB"], ["x", "0.5", "-"]])
+    [False, True, True]
+    """
+    out = []
+    for i in range(n):
+        col = [r[i] for r in cells if i < len(r)]
+        out.append(any(_is_num(c) for c in col)
+                   and all(_is_num(c) or c in PLACEHOLDERS for c in col))
+    return out
+
+
 def _is_num(s: str) -> bool:
+    s = s.replace(",", "").replace("\u00a0", " ").removeprefix(">=")
+    for unit in _UNITS:
+        if s.endswith(unit):
+            s = s[: -len(unit)]
+            break
     try:
-        float(s.replace(",", "").rstrip("%x"))
+        float(s.rstrip("%x"))
         return True
     except ValueError:
         return False

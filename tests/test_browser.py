@@ -135,6 +135,15 @@ def test_static_report(tmp_path, expect):
         snap.locator("summary").click()
         expect(snap.locator("svg g.node").or_(snap.locator(".passlab-graph table tbody tr"))
                .first).to_be_visible()
+        weights = snap.locator("button.pl-weights")
+        if weights.count():  # with a layout program: the weights fold, a button draws them
+            weight = snap.locator(".pl-svg g.node title", has_text=re.compile(r"^fc1\.weight$"))
+            expect(weight).to_have_count(0)
+            weights.click()
+            expect(weight).to_have_count(1)
+            expect(weights).to_have_text("fold weights")
+            weights.click()
+            expect(weight).to_have_count(0)
         page.screenshot(path=str(SHOTS / "report.png"), full_page=False)
         assert page.errors == []
 

@@ -81,7 +81,7 @@ def test_text_listing_is_exact():
     assert text[0] == ("fused graph of forward: 10 nodes (1 input, 4 weight, 2 kernel, 2 fused, "
                        "1 output), 9 edges")
     assert "  [fused] lv = fused_matmul_add_relu [matmul + add + relu]" in text
-    assert "      <- permute_dims: 16x32 float32, 2048 B" in text
+    assert "      <- permute_dims: 16x32 float32, 2.0 KiB" in text
 
 
 # --------------------------------------------------------------------------- ResNet

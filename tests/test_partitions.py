@@ -76,26 +76,26 @@ def test_tiny_module_text_is_exact():
     assert tiny_report().to_text() == """\
 Partitions of main: 1 offloaded region (npu), 3 operator calls, 104 B crossing host/accelerator
 
-backend  regions  ops  ops %  FLOPs  FLOPs %  bytes  bytes %  traffic in B  traffic out B
--------  -------  ---  -----  -----  -------  -----  -------  ------------  -------------
-npu            1  2/3  66.7%     54    90.0%    152    76.0%            80             24
-host              1/3  33.3%      6    10.0%     48    24.0%
+backend  regions  ops  ops %  FLOPs  FLOPs %  bytes  bytes %  traffic in  traffic out
+-------  -------  ---  -----  -----  -------  -----  -------  ----------  -----------
+npu            1  2/3  66.7%     54    90.0%  152 B    76.0%        80 B         24 B
+host              1/3  33.3%      6    10.0%   48 B    24.0%
 
 Regions
-#  region                                backend  call  composites  ops              inputs  outputs  in B  out B  FLOPs
--  ------------------------------------  -------  ----  ----------  ---------------  ------  -------  ----  -----  -----
-0  fused_relax_matmul_relax_nn_relu_npu  npu      lv             2  matmul, nn.relu       2        1    80     24     54
+#  region                                backend  call  composites  ops              inputs  outputs  bytes in  bytes out  FLOPs
+-  ------------------------------------  -------  ----  ----------  ---------------  ------  -------  --------  ---------  -----
+0  fused_relax_matmul_relax_nn_relu_npu  npu      lv             2  matmul, nn.relu       2        1      80 B       24 B     54
 
 Region fused_relax_matmul_relax_nn_relu_npu (npu), called as lv
 composite  op       result  shape  dtype    FLOPs  bytes
 ---------  -------  ------  -----  -------  -----  -----
-npu.dense  matmul   gv      2x3    float32     48    104
-npu.relu   nn.relu  gv      2x3    float32      6     48
+npu.dense  matmul   gv      2x3    float32     48  104 B
+npu.relu   nn.relu  gv      2x3    float32      6   48 B
 dir      tensor  kind        shape  dtype    bytes  from/to
 -------  ------  ----------  -----  -------  -----  ---------
--> npu   x       input       2x4    float32     32  parameter
--> npu   w       weight      4x3    float32     48  parameter
--> host  lv      activation  2x3    float32     24  host"""
+-> npu   x       input       2x4    float32   32 B  parameter
+-> npu   w       weight      4x3    float32   48 B  parameter
+-> host  lv      activation  2x3    float32   24 B  host"""
 
 
 def test_unpartitioned_module_has_no_regions():

@@ -171,8 +171,19 @@ def test_graph_falls_back_to_a_table_without_a_layout_program(mlp_build, monkeyp
 @pytest.mark.skipif(_snapshots.layout_program() is None, reason="no dot or graphviz-pure")
 def test_graph_is_an_inline_svg_with_a_layout_program(mlp_report):
     body = mlp_report[2].blocks["pl-snap-fusion"].split("<h3>Buffers</h3>")[0]
-    assert body.count("<svg") == 1 and "<?xml" not in body and "<!DOCTYPE" not in body
-    assert "xmlns" not in body
+    shown, hidden = body.split('<template class="pl-weights-svg">')
+    assert shown.count("<svg") == 1 and hidden.count("<svg") == 1
+    assert "<?xml" not in body and "<!DOCTYPE" not in body and "xmlns" not in body
+
+
+@pytest.mark.skipif(_snapshots.layout_program() is None, reason="no dot or graphviz-pure")
+def test_report_graphs_fold_weights_with_a_button_to_show_them(mlp_report):
+    body = mlp_report[2].blocks["pl-snap-fusion"].split("<h3>Buffers</h3>")[0]
+    shown, hidden = body.split('<template class="pl-weights-svg">')
+    assert '<button type="button" class="pl-weights" aria-pressed="false">show weights' in shown
+    # the weights are drawn only in the graph the button swaps in
+    assert "fc1.weight" not in shown
+    assert "<title>fc1.weight</title>" in hidden
 
 
 def test_pipeline_table_and_header(mlp_report):

@@ -14,21 +14,32 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from passlab._tvm import ir_types as _ir_types
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import line_html
 
 __all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_block",
-           "wrap_html", "error_html", "row_total"]
+           "wrap_html", "error_html", "row_total", "anchor_id", "unshown_html", "shown_lines",
+           "bound_var", "graph_level"]
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+# a Relax binding: `lv3 = ...` or `gv: R.Tensor((4, 8), dtype="float32") = ...` (the type
+# may hold `=` without spaces, the binding's ` = ` has them)
+_BIND = re.compile(r"\s*([A-Za-z_]\w*)(?::.*?)? = ")
+_NOT_BOUND = frozenset({"return", "with", "if", "for", "while", "def", "class", "assert",
+                        "cls"})
 _MAX_TOKENS = 200
 
 IDENTICAL_NOTE = "structurally changed, but both versions print identically"
 
 # Colours are translucent overlays and text inherits the page colour, so the same rules
-# read on light and dark notebook themes without a theme switch.
+# read on light and dark notebook themes without a theme switch. Dimmed text is the page
+# colour at 75% (--pl-dim), counts are the theme's status colour pulled halfway to the
+# page colour: both stay >= 4.5:1 in JupyterLab Light and Dark, on the row tints too.
 CSS = """
-.passlab-diff { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo,
+.passlab-diff {
+  --pl-dim: color-mix(in srgb, var(--jp-content-font-color1, currentColor) 75%, transparent);
+  font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo,
   Consolas, monospace); font-size: var(--jp-code-font-size, 12px); line-height: 1.4;
   color: inherit; background: transparent; }
 .passlab-diff .pl-summary, .passlab-diff summary, .passlab-diff .pl-note {
@@ -38,10 +49,12 @@ CSS = """
   margin: 6px 0; }
 .passlab-diff summary { cursor: pointer; padding: 3px 6px; background: rgba(128,128,128,0.12); }
 .passlab-diff summary code { font-weight: 600; background: transparent; color: inherit; }
-.passlab-diff .pl-status { display: inline-block; min-width: 5.5em; opacity: 0.85; }
-.passlab-diff .pl-kind { opacity: 0.7; }
-.passlab-diff .pl-count-add { color: #2da44e; }
-.passlab-diff .pl-count-del { color: #e5534b; }
+.passlab-diff .pl-status { display: inline-block; min-width: 5.5em; color: var(--pl-dim); }
+.passlab-diff .pl-kind { color: var(--pl-dim); }
+.passlab-diff .pl-count-add { color: color-mix(in srgb, var(--jp-success-color1, #2da44e) 50%,
+  var(--jp-content-font-color1, currentColor)); }
+.passlab-diff .pl-count-del { color: color-mix(in srgb, var(--jp-error-color1, #e5534b) 50%,
+  var(--jp-content-font-color1, currentColor)); }
 .passlab-diff .pl-scroll { overflow-x: auto; }
 .passlab-diff table.pl-t { border-collapse: collapse; width: 100%; table-layout: auto;
   margin: 0; border: none; font-size: inherit; }
@@ -51,9 +64,9 @@ CSS = """
 .passlab-diff table.pl-t td.pl-code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .passlab-diff table.pl-sbs td.pl-code { white-space: pre-wrap; word-break: break-all;
   width: 50%; }
-.passlab-diff table.pl-t td.pl-ln { text-align: right; opacity: 0.55; user-select: none;
+.passlab-diff table.pl-t td.pl-ln { text-align: right; color: var(--pl-dim); user-select: none;
   width: 1%; white-space: nowrap; }
-.passlab-diff table.pl-t td.pl-sign { width: 1%; user-select: none; opacity: 0.7; }
+.passlab-diff table.pl-t td.pl-sign { width: 1%; user-select: none; color: var(--pl-dim); }
 .passlab-diff table.pl-t td.pl-add, .passlab-diff table.pl-t tr.pl-add > td {
   background: rgba(46,160,67,0.18); }
 .passlab-diff table.pl-t td.pl-del, .passlab-diff table.pl-t tr.pl-del > td {
@@ -61,10 +74,13 @@ CSS = """
 .passlab-diff table.pl-t td.pl-empty { background: rgba(128,128,128,0.08); }
 .passlab-diff table.pl-t td.pl-move, .passlab-diff table.pl-t tr.pl-move > td {
   background: rgba(56,139,253,0.16); }
-.passlab-diff table.pl-t tr.pl-hunk > td { background: rgba(56,139,253,0.12); opacity: 0.85; }
+.passlab-diff table.pl-t tr.pl-hunk > td { background: rgba(56,139,253,0.12);
+  color: var(--pl-dim); }
 .passlab-diff .pl-add .pl-hl { background: rgba(46,160,67,0.45); border-radius: 2px; }
 .passlab-diff .pl-del .pl-hl { background: rgba(248,81,73,0.45); border-radius: 2px; }
-.passlab-diff .pl-note { padding: 4px 8px; font-style: italic; opacity: 0.85; }
+/* a changed fragment is in the text colour: token colours fall under 4.5:1 on its tint */
+.passlab-diff table.pl-t .pl-hl, .passlab-diff table.pl-t .pl-hl span { color: inherit; }
+.passlab-diff .pl-note { padding: 4px 8px; font-style: italic; color: var(--pl-dim); }
 .passlab-diff.passlab-error { border-left: 4px solid #e5534b; padding: 4px 8px; }
 """
 
@@ -320,16 +336,100 @@ def _summary_counts(fd: Any) -> str:
             f' <span class="pl-count-del">-{fd.lines_removed}</span>{moved}')
 
 
-def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True) -> str:
-    """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`)."""
+def bound_var(line: str) -> str | None:
+    """The variable a Relax binding line defines (``lv3`` in ``lv3 = R.call_tir(...)``,
+    ``gv`` in ``gv: R.Tensor(...) = lv1``), or None for any other line."""
+    m = _BIND.match(line)
+    if m is None or m.group(1) in _NOT_BOUND:
+        return None
+    return m.group(1)
+
+
+def graph_level(fd: Any) -> bool:
+    """Whether ``fd`` is a Relax function the fused graph draws (not a fused "Primitive"
+    one, whose local names would point at unrelated nodes of the graph)."""
+    func = fd.after if fd.after is not None else fd.before
+    return fd.kind == "relax" and not _ir_types.attr(func, "Primitive")
+
+
+def _clip(marks: Sequence[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The parts of ``marks`` inside [lo, hi), shifted to start at lo."""
+    return [(max(a, lo) - lo, min(b, hi) - lo) for a, b in marks if a < hi and b > lo]
+
+
+def _linked(code: Any) -> Any:
+    """``code`` (a line renderer) that also wraps the variable a Relax binding defines in
+    ``<span class="pl-var" data-var=...>`` (the Explorer links it to the graph). The line
+    is cut at word boundaries, so the pieces tokenize as the whole line would."""
+
+    def render(line: str, marks: Sequence[tuple[int, int]] = ()) -> str:
+        var = bound_var(line)
+        if var is None:
+            return code(line, marks)
+        start = len(line) - len(line.lstrip())
+        stop = start + len(var)
+        parts = [(0, start), (start, stop), (stop, len(line))]
+        indent, name, rest = (code(line[a:b], _clip(marks, a, b)) if b > a else ""
+                              for a, b in parts)
+        return (f'{indent}<span class="pl-var" data-var="{html.escape(var)}">{name}</span>'
+                f"{rest}")
+
+    return render
+
+
+def anchor_id(prefix: str, position: int, name: str) -> str:
+    """A unique, markup-safe element id for the ``position``-th function of a diff: the
+    position keeps it unique, the name (reduced to ``[A-Za-z0-9_-]``) keeps it readable."""
+    return f"{prefix}-{position}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:48]}"
+
+
+def _data(fd: Any) -> str:
+    """``data-*`` attributes naming a function of a diff (the Explorer's function list)."""
+    return (f' data-fn="{html.escape(fd.name)}" data-status="{html.escape(status_text(fd))}"'
+            f' data-kind="{html.escape(fd.kind)}"'
+            + (f' data-old="{html.escape(fd.old_name)}"' if fd.status == "renamed" else ""))
+
+
+def unshown_html(functions: Sequence[Any]) -> str:
+    """A hidden list of the functions a first view did not print (the Explorer lists them
+    in its function list, marked "not shown")."""
+    items = "".join(f"<li{_data(fd)}>{html.escape(fd.name)}</li>" for fd in functions)
+    return f'<ul class="pl-unshown" hidden>{items}</ul>' if items else ""
+
+
+def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
+    """The code text of every line :func:`html_block` shows for ``fd`` (one per code cell:
+    side by side, both sides of a row), e.g. to count search hits in a function that is
+    not printed yet."""
+    if fd.status == "unchanged" or fd.callees_renamed or fd.text_identical:
+        return
+    body = 0
+    for tag, _, _, old, new in rows(fd, paired):
+        if tag == "hunk":
+            continue
+        if body >= max_lines:
+            return
+        body += 1
+        if paired:
+            yield from (x for x in (old, new) if x is not None)
+        else:
+            yield old if tag in ("equal", "delete", "moved-from") else new
+
+
+def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True,
+               anchor: str = "") -> str:
+    """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`),
+    with ``data-*`` attributes naming the function; with an ``anchor`` (an element id),
+    also the variables Relax bindings define marked (see :func:`_linked`)."""
     name, status = html.escape(fd.name), html.escape(fd.status)
     if fd.status == "renamed":
         name = f"{html.escape(fd.old_name)} → {name}"
     head = (f'<summary><span class="pl-status">{html.escape(status_text(fd))}</span> '
             f'<code>{name}</code> <span class="pl-kind">{html.escape(fd.kind)}</span>'
             f'{_summary_counts(fd)}</summary>')
+    attrs = (f' id="{html.escape(anchor)}"' if anchor else "") + _data(fd)
     if fd.status == "unchanged":
-        return f'<details class="pl-func pl-unchanged">{head}</details>'
+        return f'<details class="pl-func pl-unchanged"{attrs}>{head}</details>'
     if fd.callees_renamed:
         body = f'<div class="pl-note">{html.escape(callee_note(fd))}.</div>'
     elif fd.text_identical:
@@ -337,10 +437,12 @@ def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True) -> st
     else:
         render = _sbs_rows if mode == "side-by-side" else _unified_rows
         table_class = "pl-t pl-sbs" if mode == "side-by-side" else "pl-t pl-unified"
+        code = line_html if highlight else plain_code
+        if anchor and graph_level(fd):  # an Explorer pane: link bindings to the graph
+            code = _linked(code)
         body = (f'<div class="pl-scroll"><table class="{table_class}">'
-                + "".join(render(fd, max_lines, line_html if highlight else plain_code))
-                + "</table></div>")
-    return f'<details open class="pl-func pl-{status}">{head}{body}</details>'
+                + "".join(render(fd, max_lines, code)) + "</table></div>")
+    return f'<details open class="pl-func pl-{status}"{attrs}>{head}{body}</details>'
 
 
 def wrap_html(inner: str) -> str:

@@ -10,17 +10,31 @@ quoted strings and HTML-like labels, ``html.escape`` in HTML.
 from __future__ import annotations
 
 import html
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render
 
-__all__ = ["TERMINALS", "bytes_text", "params_text", "shown", "to_dot", "to_text", "to_html"]
+__all__ = ["TERMINALS", "OVERLAYS", "MARKS", "bytes_text", "params_text", "shown", "node_bytes",
+           "Overlay", "overlay", "to_dot", "to_text", "to_html"]
 
 #: Node kinds that are data, not computation.
 TERMINALS = frozenset({"input", "weight", "constant", "output"})
 _FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant": "#eeeeee",
          "op": "#fff2cc", "kernel": "#fff2cc", "fused": "#ffd8a8", "composite": "#e5dbff",
          "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5"}
+#: What ``overlay=`` can colour by.
+OVERLAYS = ("none", "bytes")
+#: Change marks against an earlier graph: node class and outline colour (read on light
+#: and dark backgrounds).
+MARKS = {"new": ("plx-new", "#2da44e"), "rewritten": ("plx-rewritten", "#d4a72c")}
+#: Colour ramps of the bytes overlay, small to large. Edges: mid-luminance colours (3:1
+#: or better on white and on JupyterLab Dark's grey); kernels: light fills under black text.
+EDGE_RAMP = ("#1c7ed6", "#ae3ec9", "#e8590c")
+FILL_RAMP = ("#d0ebff", "#fff3bf", "#ffc9c9")
 
 
 def params_text(n: Any) -> str:
@@ -32,8 +46,9 @@ def params_text(n: Any) -> str:
 
 
 def bytes_text(e: Any) -> str:
-    """An edge's size: exact bytes when known, else the symbolic size."""
-    return f"{e.bytes} B" if e.bytes is not None else f"{e.size} B"
+    """An edge's size in the units of every other view ("2.0 KiB", via
+    :func:`passlab._render.human_bytes`) when known, else the symbolic size."""
+    return _render.human_bytes(e.bytes) if e.bytes is not None else f"{e.size} B"
 
 
 def shown(g: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[str, ...]]:
@@ -49,17 +64,83 @@ def shown(g: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[str, ...]]:
     return nodes, edges, notes
 
 
-def to_dot(g: Any) -> str:
-    """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels)."""
+def node_bytes(g: Any, node_id: str) -> int | None:
+    """Bytes a node reads and writes: its input tensors, the parameters folded into it
+    and each output tensor once (None when a size is symbolic or nothing is known)."""
+    ins = [e.bytes for e in g.edges if e.dst == node_id]
+    outs = list({e.tensor: e.bytes for e in g.edges if e.src == node_id}.values())
+    node = next((n for n in g.nodes if n.id == node_id), None)
+    if node is not None and node.params:
+        ins.append(node.param_bytes)
+    sizes = ins + outs
+    if not sizes or any(b is None for b in sizes):
+        return None
+    return sum(sizes)
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Colours of the bytes overlay: node fills by bytes in+out, edge colours and widths
+    by tensor bytes, on a log scale from ``lo`` to ``hi`` (None: nothing known)."""
+
+    fills: dict[str, str]
+    edges: dict[int, tuple[str, float]]  # edge position -> (colour, pen width)
+    lo: int | None
+    hi: int | None
+
+
+def overlay(g: Any, by: str) -> Overlay | None:
+    """The overlay ``by`` ("none" or "bytes") of graph ``g``'s shown part."""
+    if by not in OVERLAYS:
+        raise ValueError(f"overlay must be one of {', '.join(map(repr, OVERLAYS))}, not {by!r}")
+    if by == "none":
+        return None
+    nodes, edges, _ = shown(g)
+    sizes = {n.id: node_bytes(g, n.id) for n in nodes if n.kind not in TERMINALS}
+    known = [b for b in (*sizes.values(), *(e.bytes for e in edges)) if b]
+    lo, hi = (min(known), max(known)) if known else (None, None)
+
+    def t(b: int | None) -> float | None:
+        if not b or lo is None or hi is None:
+            return None
+        return 0.0 if hi == lo else math.log(b / lo) / math.log(hi / lo)
+
+    fills = {i: _ramp(FILL_RAMP, f) for i, b in sizes.items() if (f := t(b)) is not None}
+    out = {k: (_ramp(EDGE_RAMP, f), round(1 + 4 * f, 2))
+           for k, e in enumerate(edges) if (f := t(e.bytes)) is not None}
+    return Overlay(fills, out, lo, hi)
+
+
+def _ramp(stops: tuple[str, ...], f: float) -> str:
+    """The colour at ``f`` (0..1) of a ramp through ``stops``, as #rrggbb."""
+    f = min(1.0, max(0.0, f)) * (len(stops) - 1)
+    k = min(int(f), len(stops) - 2)
+    a, b = stops[k], stops[k + 1]
+    mix = [round(int(a[i:i + 2], 16) + (int(b[i:i + 2], 16) - int(a[i:i + 2], 16)) * (f - k))
+           for i in (1, 3, 5)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
+           title: bool = True) -> str:
+    """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
+
+    ``overlay_by="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
+    ``marks`` maps node ids to "new" or "rewritten" (a class and a coloured outline);
+    ``title=False`` leaves out the function name and notes (a view that prints them)."""
     nodes, edges, notes = shown(g)
-    title = f"{g.function}" + "".join(f"\n{n}" for n in notes)
+    ov = overlay(g, overlay_by)
+    marks = marks or {}
+    label = f"{g.function}" + "".join(f"\n{n}" for n in notes)
     out = [f"digraph {_q(g.function)} {{",
-           f"  graph [rankdir=TB, fontname=Helvetica, labelloc=t, label={_q(title)}];",
+           "  graph [rankdir=TB, fontname=Helvetica, labelloc=t"
+           + (f", label={_q(label)}];" if title else "];"),
            "  node [fontname=Helvetica, fontsize=10];",
            "  edge [fontname=Helvetica, fontsize=8, color=\"#555555\"];"]
     by_cluster: dict[str | None, list[str]] = {}
     for n in nodes:
-        by_cluster.setdefault(n.cluster, []).append(f"{_q(n.id)} {_node_attrs(n)};")
+        by_cluster.setdefault(n.cluster, []).append(
+            f"{_q(n.id)} {_node_attrs(n, ov.fills.get(n.id) if ov else None, marks.get(n.id))};")
     out += ["  " + line for line in by_cluster.pop(None, [])]
     children: dict[str | None, list[Any]] = {}
     for c in g.clusters:
@@ -76,9 +157,13 @@ def to_dot(g: Any) -> str:
 
     for c in children.get(None, []):
         emit(c, 1)
-    for e in edges:
+    for k, e in enumerate(edges):
         label = f"{e.tensor}\n{e.shape_text} {e.dtype}\n{bytes_text(e)}"
-        out.append(f"  {_q(e.src)} -> {_q(e.dst)} [label={_q(label)}];")
+        extra = ""
+        if ov is not None and k in ov.edges:
+            colour, width = ov.edges[k]
+            extra = f', class="plx-ov", color="{colour}", penwidth={width}'
+        out.append(f"  {_q(e.src)} -> {_q(e.dst)} [label={_q(label)}{extra}];")
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -113,18 +198,32 @@ def to_text(g: Any) -> str:
     return "\n".join(lines)
 
 
-def to_html(g: Any) -> str:
-    """SVG (``g.to_svg()``) when a layout program is installed, else an HTML table; IR
-    names are escaped."""
+def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
+           title: bool = True) -> str:
+    """The laid-out SVG element (no XML prolog); ``RuntimeError`` without a layout program."""
+    import re
+
+    svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title))
+    svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
+    # dot writes "plx&#45;new": plain class names, for CSS and readers of the markup
+    return re.sub(r'class="([^"&]*&#45;[^"]*)"',
+                  lambda m: f'class="{m.group(1).replace("&#45;", "-")}"', svg)
+
+
+def to_html(g: Any, *, overlay_by: str = "none", zoom: bool = True) -> str:
+    """SVG when a layout program is installed, else an HTML table; IR names are escaped.
+
+    With ``zoom`` a large SVG sits in a scrolling box with fit/50%/100%/200% buttons that
+    need no JavaScript (radio buttons and CSS: notebook front ends drop scripts)."""
     nodes, edges, notes = shown(g)
     head = (f"<p><b>fused graph of {_render.esc(g.function)}</b>: {len(g.nodes)} "
             f"nodes, {len(g.edges)} edges</p>"
             + "".join(f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes))
     if _render.layout_program():
         try:
-            svg = g.to_svg()
-            svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
-            return f'<div class="passlab-graph">{head}{svg}</div>'
+            svg = to_svg(g, overlay_by=overlay_by)
+            return (f'<div class="passlab-graph"><style>{GRAPH_CSS}</style>{head}'
+                    f'{zoomable(svg) if zoom else svg}</div>')
         except (RuntimeError, OSError):
             pass  # fall back to the table
     incoming: dict[str, list[str]] = {}
@@ -139,13 +238,72 @@ def to_html(g: Any) -> str:
     return f'<div class="passlab-graph">{head}{table}</div>'
 
 
+#: The drawing in a notebook output takes the page's theme: Graphviz's white page becomes
+#: transparent, the title, edge labels and plain edges take the page's text colour
+#: (JupyterLab's --jp-content-font-color*, else the inherited colour). Overlay edges keep
+#: their colours; node fills are light tints under dark ink in either theme.
+GRAPH_CSS = """
+.passlab-graph svg g.graph > polygon[fill="white"],
+.passlab-graph svg g.graph > polygon[fill="#ffffff"] { fill: transparent; }
+.passlab-graph svg g.graph > text:not([fill]), .passlab-graph svg g.edge text:not([fill]),
+.passlab-graph svg g.cluster > text:not([fill]) {
+  fill: var(--jp-content-font-color1, currentColor); }
+.passlab-graph svg g.edge path[stroke="#555555"] {
+  stroke: var(--jp-content-font-color2, currentColor); }
+.passlab-graph svg g.edge polygon[stroke="#555555"] {
+  fill: var(--jp-content-font-color2, currentColor);
+  stroke: var(--jp-content-font-color2, currentColor); }
+"""
+
+_ZOOM_CSS = """
+.passlab-zoom { position: relative; }
+.passlab-zoom > input { position: absolute; opacity: 0; width: 1px; height: 1px; margin: 0; }
+.passlab-zoom > label { display: inline-block; margin: 0 2px 4px 0; padding: 0 8px;
+  border: 1px solid rgba(128,128,128,.5); border-radius: 3px; cursor: pointer;
+  font: 12px/1.6 sans-serif; color: inherit; }
+.passlab-zoom > input:checked + label { background: rgba(128,128,128,.25); font-weight: 600; }
+.passlab-zoom > input:focus-visible + label { outline: 2px solid #1c7ed6; }
+.passlab-zoom-box { overflow: auto; max-height: 80vh; max-width: 100%;
+  border: 1px solid rgba(128,128,128,.3); border-radius: 3px; }
+.passlab-zoom-box > svg { display: block; }
+"""
+
+
+def zoomable(svg: str) -> str:
+    """An SVG in a scrolling box with zoom buttons made of radio buttons and CSS (each
+    output gets its own group name and rules): "fit" (the width of the output, the
+    default for a graph wider than it), 50%, 100% and 200%."""
+    import re
+
+    key = "passlab-z" + uuid.uuid4().hex[:10]
+    size = re.match(r'<svg[^>]*?\swidth="([\d.]+)pt"[^>]*?\sheight="([\d.]+)pt"', svg)
+    if size is None:
+        return svg
+    w, h = float(size.group(1)), float(size.group(2))
+    rules = [f".{key} > .passlab-z-fit:checked ~ .passlab-zoom-box > svg "
+             "{ max-width: 100%; height: auto; }"]
+    levels = [("fit", "fit")]
+    for pct in (50, 100, 200):
+        levels.append((str(pct), f"{pct}%"))
+        rules.append(f".{key} > .passlab-z-{pct}:checked ~ .passlab-zoom-box > svg "
+                     f"{{ width: {w * pct / 100:.1f}pt; height: {h * pct / 100:.1f}pt; "
+                     "max-width: none; }")
+    radios = "".join(
+        f'<input type="radio" name="{key}" id="{key}-{v}" class="passlab-z-{v}"'
+        f'{" checked" if v == "fit" else ""}><label for="{key}-{v}">{text}</label>'
+        for v, text in levels)
+    style = f"<style>{_ZOOM_CSS}{chr(10).join(rules)}</style>"
+    return (f'<div class="passlab-zoom {key}">{style}{radios}'
+            f'<div class="passlab-zoom-box">{svg}</div></div>')
+
+
 def _q(s: str) -> str:
     """A DOT quoted string: backslashes and quotes escaped, newlines as DOT line breaks."""
     parts = str(s).split("\n")
     return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') for p in parts) + '"'
 
 
-def _node_attrs(n: Any) -> str:
+def _node_attrs(n: Any, fill: str | None = None, mark: str | None = None) -> str:
     esc = html.escape
     lines = [f"<B>{esc(n.label)}</B>"]
     if n.kind in TERMINALS and n.label != n.id:
@@ -161,5 +319,9 @@ def _node_attrs(n: Any) -> str:
         n.kind, "box")
     style = "filled" if n.kind in TERMINALS else "rounded,filled"
     size = ", fontsize=8, height=0.3" if n.kind in ("weight", "constant") else ""
-    return (f"[shape={shape}, style={_q(style)}, fillcolor={_q(_FILL.get(n.kind, '#ffffff'))}"
+    if mark in MARKS:
+        cls, colour = MARKS[mark]
+        size += f', class="{cls}", color="{colour}", penwidth=3'
+    fill = fill or _FILL.get(n.kind, "#ffffff")
+    return (f"[shape={shape}, style={_q(style)}, fillcolor={_q(fill)}"
             f"{size}, label=<{'<BR/>'.join(lines)}>]")

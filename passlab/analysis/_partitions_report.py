@@ -124,14 +124,15 @@ class Coverage:
 
 
 _COVERAGE_HEADER = ["backend", "regions", "ops", "ops %", "FLOPs", "FLOPs %", "bytes",
-                    "bytes %", "traffic in B", "traffic out B"]
+                    "bytes %", "traffic in", "traffic out"]
 
 
 def _coverage_row(c: Coverage) -> list[str]:
-    return [c.backend, str(c.regions) if c.backend != HOST else "", f"{c.ops}/{c.ops_total}",
-            f"{c.ops_pct:.1f}%", str(c.flops), f"{c.flops_pct:.1f}%", str(c.bytes),
-            f"{c.bytes_pct:.1f}%", str(c.bytes_in) if c.backend != HOST else "",
-            str(c.bytes_out) if c.backend != HOST else ""]
+    size, host = _render.human_bytes, c.backend == HOST
+    return [c.backend, "" if host else str(c.regions), f"{c.ops}/{c.ops_total}",
+            f"{c.ops_pct:.1f}%", str(c.flops), f"{c.flops_pct:.1f}%", size(c.bytes),
+            f"{c.bytes_pct:.1f}%", "" if host else size(c.bytes_in),
+            "" if host else size(c.bytes_out)]
 
 
 @dataclass(frozen=True)
@@ -203,18 +204,18 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
                f"({who}), {len(self.ops)} operator calls")
         if self.regions:
             moved = sum(r.bytes_in + r.bytes_out for r in self.regions)
-            out += f", {moved} B crossing host/accelerator"
+            out += f", {_render.human_bytes(moved)} crossing host/accelerator"
         return out
 
     # --------------------------------------------------------------------- tables
     def _region_rows(self) -> list[list[str]]:
         return [[str(i), _short(r.name), r.backend, r.var, str(len(r.composites)),
                  _op_counts(r.op_names), str(len(r.inputs)), str(len(r.outputs)),
-                 str(r.bytes_in), str(r.bytes_out), str(r.flops)]
+                 _render.human_bytes(r.bytes_in), _render.human_bytes(r.bytes_out), str(r.flops)]
                 for i, r in enumerate(self.regions)]
 
     _REGION_HEADER: ClassVar[list[str]] = ["#", "region", "backend", "call", "composites", "ops", "inputs",
-                      "outputs", "in B", "out B", "FLOPs"]
+                      "outputs", "bytes in", "bytes out", "FLOPs"]
     _OP_HEADER: ClassVar[list[str]] = ["composite", "op", "result", "shape", "dtype", "FLOPs", "bytes"]
     _CROSS_HEADER: ClassVar[list[str]] = ["dir", "tensor", "kind", "shape", "dtype", "bytes", "from/to"]
 
@@ -223,12 +224,13 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
         return [[o.composite or "", o.op, o.var,
                  "?" if o.shape is None else "x".join(map(str, o.shape)), o.dtype,
                  "?" if o.flops is None else str(o.flops),
-                 "?" if o.bytes is None else str(o.bytes)] for o in ops]
+                 "?" if o.bytes is None else _render.human_bytes(o.bytes)] for o in ops]
 
     @staticmethod
     def _cross_rows(r: Region) -> list[list[str]]:
         return [[("-> " + r.backend) if c.direction == "in" else "-> host", c.tensor, c.kind,
-                 c.shape_text, c.dtype, "?" if c.bytes is None else str(c.bytes), c.peer]
+                 c.shape_text, c.dtype, "?" if c.bytes is None else _render.human_bytes(c.bytes),
+                 c.peer]
                 for c in r.inputs + r.outputs]
 
     def to_text(self, detail: bool = True) -> str:

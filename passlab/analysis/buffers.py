@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -228,8 +229,12 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         peak = {t.name for t in self.peak_tensors}
         head, rows = _unbroken(*self._rows())
         classes = ["user" if t.name in peak else "" for t in self.tensors]
+        # the kernels that make and use each tensor (the Explorer highlights them in
+        # the graph when the row is clicked)
+        attrs = [{"data-tensor": t.name, "data-function": t.function, "data-focus": json.dumps(
+            [k for k in (t.producer, *t.consumers) if k])} for t in self.tensors]
         out.append(_render.html_table(head, rows, classes=classes, caption="tensors "
-                                      "(highlighted: live at the peak)"))
+                                      "(highlighted: live at the peak)", attrs=attrs))
         if self.allocations or self.dynamic_allocations:
             out.append(_render.html_table(*_unbroken(*self._alloc_rows()),
                                           caption="allocations"))

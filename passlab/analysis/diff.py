@@ -271,11 +271,19 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         return "\n".join([head, *blocks] + ([note] if note else []))
 
     def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES,
-                max_functions: int | None = None, highlight: bool = True) -> str:
+                max_functions: int | None = None, highlight: bool = True,
+                anchors: str = "") -> str:
         """Self-contained HTML (inline CSS, no scripts or external resources) of every
         changed function, or of the first ``max_functions`` (the others are named).
         ``highlight=False`` leaves the token colours to the page (the static report
-        colours a diff when it is shown)."""
+        colours a diff when it is shown).
+
+        Every function's block carries ``data-fn``/``data-status``/``data-kind``; with
+        ``anchors`` (an id prefix, unique on the page) it also gets an ``id``, and the
+        functions not printed are listed in a hidden ``<ul class="pl-unshown">`` and,
+        in the Relax functions the graph draws (not fused ones), the variable a binding
+        defines is a ``<span class="pl-var" data-var=...>`` (the Explorer links it to the
+        graph)."""
         mode = _check_mode(mode)
         title = f"<b>{html.escape(self.title)}</b>: " if self.title else ""
         if self.unchanged:
@@ -285,8 +293,13 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         summary = (f'<div class="pl-summary">{title}{self._summary()} '
                    f'(<span class="pl-count-add">+{added}</span> '
                    f'<span class="pl-count-del">-{removed}</span> lines{scope})</div>')
-        blocks = "".join(_render.html_block(fd, mode, max_lines, highlight) for fd in shown)
+        blocks = "".join(
+            _render.html_block(fd, mode, max_lines, highlight,
+                               _render.anchor_id(anchors, k, fd.name) if anchors else "")
+            for k, fd in enumerate(shown))
         tail = f'<div class="pl-note">{html.escape(note)}</div>' if note else ""
+        if anchors:
+            tail += _render.unshown_html(self.functions[len(shown):])
         return _render.wrap_html(summary + blocks + tail)
 
     # a notebook shows a first view: printing is the cost, so only FIRST_VIEW functions

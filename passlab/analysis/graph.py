@@ -136,23 +136,24 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         return tuple(e for e in self.edges if e.src == node_id)
 
     # ------------------------------------------------------------------ rendering
-    def to_dot(self) -> str:
-        """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels)."""
-        return _graph_render.to_dot(self)
+    def to_dot(self, overlay: str = "none") -> str:
+        """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
+        ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes."""
+        return _graph_render.to_dot(self, overlay_by=overlay)
 
-    def to_svg(self) -> str:
+    def to_svg(self, overlay: str = "none") -> str:
         """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
         ``graphviz-pure`` (``RuntimeError`` naming what to install when neither exists)."""
-        return _render.dot_to_svg(self.to_dot())
+        return _render.dot_to_svg(self.to_dot(overlay))
 
     def to_text(self) -> str:
         """A readable listing: one line per node, its input tensors indented below."""
         return _graph_render.to_text(self)
 
-    def to_html(self) -> str:
-        """SVG when a layout program is installed, else an HTML table; IR names are
-        escaped."""
-        return _graph_render.to_html(self)
+    def to_html(self, overlay: str = "none") -> str:
+        """SVG when a layout program is installed (in a box with zoom buttons that work
+        without JavaScript), else an HTML table; IR names are escaped."""
+        return _graph_render.to_html(self, overlay_by=overlay)
 
     def to_model_explorer(self, graph_id: str | None = None) -> dict[str, Any]:
         """This graph in Google Model Explorer's JSON graph format (one ``Graph``: ``id``,

@@ -5,7 +5,9 @@ PrimFunc counts before/after). :func:`pass_table` adds the ones that need printi
 analysis, computed once per distinct module: IR lines after the pass and the estimated
 peak of temporary memory (:func:`passlab.buffers`) where it can be computed. Its text and
 HTML forms hide passes that changed nothing by default, like Compiler Explorer's
-"hide inactive passes".
+"hide inactive passes", except user passes: a user pass that changed nothing is listed,
+marked "no change". Passes are named by :attr:`Step.label` (``tirx.Filter#1`` for the
+second call of ``tirx.Filter``), as in every other view.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from passlab.recording.trace import Step, Trace
 
 __all__ = ["pass_table", "PassTable"]
 
-_EXTRA = ("ir_lines", "peak_bytes", "peak_exact")
+_EXTRA = ("label", "ir_lines", "peak_bytes", "peak_exact")
 
 
 @dataclass(frozen=True)
 class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
     """Rows of the per-pass table (dicts with the columns of ``Trace.to_dataframe()``
-    plus ``ir_lines``, ``peak_bytes`` and ``peak_exact``)."""
+    plus ``label``, ``ir_lines``, ``peak_bytes`` and ``peak_exact``)."""
 
     rows: tuple[dict[str, Any], ...]
     title: str = ""
@@ -44,13 +46,13 @@ class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
     def _table(self, changed_only: bool) -> tuple[list[str], list[list[str]], list[str], int]:
         header = ["#", "pass", "stage", "ms", "functions", "bindings", "PrimFuncs", "IR lines",
                   "peak temp"]
-        rows = [r for r in self.rows if r["changed"] or r["failed"] or not changed_only]
+        rows = [r for r in self.rows if not changed_only or _listed(r)]
         body, classes = [], []
         for r in rows:
             ch = "+{added} -{removed} ~{modified}".format(**r) if r["changed"] else "no change"
             peak = "" if r["peak_bytes"] is None else \
                 ("" if r["peak_exact"] else ">=") + _render.human_bytes(r["peak_bytes"])
-            body.append([str(r["index"]), r["name"], r["stage"],
+            body.append([str(r["index"]), r["label"], r["stage"],
                          "failed" if r["ms"] is None else f"{r['ms']:.2f}", ch,
                          _arrow(r["bindings_before"], r["bindings_after"]),
                          _arrow(r["prim_funcs_before"], r["prim_funcs_after"]),
@@ -64,7 +66,8 @@ class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
         out = [self.title, _render.text_table(header, body)] if self.title else \
             [_render.text_table(header, body)]
         if hidden:
-            out.append(f"({hidden} passes that changed nothing hidden: to_text(changed_only=False))")
+            out.append(f"({hidden} library passes that changed nothing hidden: "
+                       "to_text(changed_only=False))")
         return "\n".join(out + [f"note: {n}" for n in self.notes])
 
     def plot(self, column: str = "peak") -> Any:
@@ -98,7 +101,7 @@ class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
 
     def to_html(self, changed_only: bool = True) -> str:
         header, body, classes, hidden = self._table(changed_only)
-        note = f"{hidden} passes that changed nothing hidden" if hidden else ""
+        note = f"{hidden} library passes that changed nothing hidden" if hidden else ""
         notes = "".join(f'<div class="passlab-note">{_render.esc(n)}</div>'
                         for n in ([note] if note else []) + list(self.notes))
         return _render.html_table(header, body, classes, caption=self.title) + notes
@@ -130,6 +133,7 @@ def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
     rows = []
     for s in steps:
         row = s.row()
+        row["label"] = s.label
         mod = s.module
         row["peak_bytes"], row["peak_exact"] = _peak(s, peaks) if memory else (None, True)
         row["ir_lines"] = _lines(mod, lines) if ir_lines and mod is not None else None
@@ -139,6 +143,12 @@ def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
         notes = ("peak temp: liveness peak of intermediate tensors (passlab.buffers) of the "
                  "module after the pass; >= marks a lower bound (symbolic shapes)",)
     return PassTable(tuple(rows), trace.summary().split("\n")[0], notes)
+
+
+def _listed(row: dict[str, Any]) -> bool:
+    """Shown when passes that changed nothing are hidden: changed, failed, or a user pass
+    (whose "no change" is news to its author)."""
+    return bool(row["changed"] or row["failed"] or row["origin"] == "user")
 
 
 def _peak(step: Step, cache: dict) -> tuple[int | None, bool]:

@@ -8,6 +8,7 @@ report is always written.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from passlab import _tvm
 from passlab._render import NO_LAYOUT as _NO_LAYOUT
@@ -97,9 +98,11 @@ def graph_panel(step: Step, program: str | None) -> str:
         try:
             svg = graph.to_svg()
             summary = graph.to_text().split("\n", 1)[0]
+            button, full = _weights_toggle(step, graph)
             return (f'<div class="pl-graph-head">{esc(summary)} '
-                    f'<button type="button" class="pl-zoom">actual size</button></div>'
-                    f'<div class="pl-svg">{inline_svg(svg)}</div>')
+                    f'<button type="button" class="pl-zoom">actual size</button>'
+                    f"{button}</div>"
+                    f'<div class="pl-svg">{inline_svg(svg)}</div>{full}')
         except (RuntimeError, OSError, ValueError) as exc:
             note = f"graph layout failed ({exc}); the graph is shown as a table"
     else:
@@ -109,6 +112,19 @@ def graph_panel(step: Step, program: str | None) -> str:
     except Exception as exc:
         return error_panel("the fused graph", exc)
     return f'<div class="pl-note">{esc(note)}</div>{table}'
+
+
+def _weights_toggle(step: Step, graph: Any) -> tuple[str, str]:
+    """A "show weights" button and the graph with its parameters drawn (in a template
+    until pressed), when ``graph`` folded some: the report has no kernel to redraw it."""
+    if not any(n.params for n in graph.nodes):
+        return "", ""
+    try:
+        full = fused_graph(step, collapse=True, params="show").to_svg()
+    except Exception:  # noqa: BLE001 - the folded graph still shows
+        return "", ""
+    return ('<button type="button" class="pl-weights" aria-pressed="false">show weights'
+            '</button>', f'<template class="pl-weights-svg">{inline_svg(full)}</template>')
 
 
 def buffers_panel(step: Step, compare_with: Step | None = None) -> tuple[str, str]:

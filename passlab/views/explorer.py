@@ -12,6 +12,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_panes as panes
 
@@ -55,9 +56,12 @@ else:
         Parameters
         ----------
         trace : Trace, Build or BuildError
-            What to explore (a build's or a failed build's ``.trace`` is taken).
+            What to explore (a build's or a failed build's ``.trace`` is taken). A Build
+            can also be edited and re-run: the "edit" tab, :meth:`edit`,
+            :meth:`register_pass` and :attr:`history`.
         tab : str
-            The pane to open: "diff", "graph", "buffers", "compare" or "pipeline".
+            The pane to open: "diff", "graph", "buffers", "provenance", "compare",
+            "pipeline" or "edit".
         selected : int, optional
             The step (its ``Step.index``) to open on; default the failing pass, the
             first user pass or the first pass that changed the module.
@@ -77,7 +81,8 @@ else:
         """
 
         _esm = bundle(JS_PARTS)
-        _css = bundle(CSS_PARTS)
+        # token colours of highlighted IR (diffs, and kernel TIR shown in the graph pane)
+        _css = bundle(CSS_PARTS) + "\n" + TOKEN_CSS
 
         # -- the data (sent once)
         steps = t.List(help="one row per step: i, label, stage, kind, origin, depth, "
@@ -117,25 +122,54 @@ else:
                                     "up in, up to the selected pass").tag(sync=True)
         edit_html = t.Unicode(help="the edit pane: the pipeline to change and re-run"
                               ).tag(sync=True)
+        edit_pending = t.List(t.Dict(), help="the edits waiting for Run, in order: "
+                              "{action, position, name, where} (explorer_edit.Edit)"
+                              ).tag(sync=True)
+        edit_run = t.Int(0, help="bumped by the front end's Run button").tag(sync=True)
+        edit_shown = t.Int(0, help="the history entry whose trace the Explorer shows"
+                           ).tag(sync=True)
         focus = t.List(t.Unicode(), help="graph node ids (or Relax variable names) to "
                        "highlight in the graph: set by links from other panes").tag(sync=True)
+        ir_search = t.Unicode("", help="the IR search of the diff/compare pane: the front end "
+                              "finds it in the printed functions, Python counts it in "
+                              "those a first view does not print").tag(sync=True)
+        ir_search_more = t.Dict(help="hits of ir_search in the functions not printed: "
+                                "{query, where, hits, functions}").tag(sync=True)
         node = t.Unicode("", help="id of the graph node clicked in the front end").tag(sync=True)
         kernel_title = t.Unicode(help="what kernel_text shows").tag(sync=True)
         kernel_text = t.Unicode(help="TVMScript of the clicked node's kernel").tag(sync=True)
         code_title = t.Unicode(help="what code_text shows").tag(sync=True)
         code_text = t.Unicode(help="the code the target generated for the clicked node's "
                               "kernel (the trace's codegen step)").tag(sync=True)
+        kernel_html = t.Unicode(help="what the clicked node links to: its kernel's diff in "
+                                "this step, the passes that created and rewrote it, its "
+                                "buffers (escaped HTML)").tag(sync=True)
+        graph_params = t.Enum(("collapse", "show", "hide"), "collapse",
+                              help="weights in the graph: fused_graph(params=...)"
+                              ).tag(sync=True)
+        graph_overlay = t.Enum(("none", "bytes"), "none", help="colour the graph by: edges "
+                               "by tensor bytes, kernels by bytes in+out").tag(sync=True)
         rendered = t.Int(0, help="bumped after every render (the front end's busy flag)"
                          ).tag(sync=True)
 
         def __init__(self, trace: Any, *, tab: str = "diff", selected: int | None = None,
                      **kwargs: Any) -> None:
+            from passlab.recording.build import Build
+
+            #: the Build to re-run from the Edit pane (None for a trace or a BuildError)
+            self._build = trace if isinstance(trace, Build) else None
+            self._session: Any = None
+            if self._build is not None:
+                from passlab.views.explorer_edit import EditSession
+
+                self._session = EditSession(self._build)
             trace = getattr(trace, "trace", trace)  # a Build or a BuildError
             if not isinstance(trace, Trace):
                 raise TypeError("Explorer() takes a passlab.Trace, Build or BuildError, not "
                                 f"{type(trace).__name__}")
             self._trace = trace
             self._panes = panes.PaneRenderer(trace)
+            self._panes.editor = self._session
             self._ready = False  # observers wait until every trait is set
             main = [s for s in trace if s.kind == "pass"] or list(trace)
             relax = [s for s in main if s.level == "relax"] or main
@@ -164,6 +198,101 @@ else:
             """The selected :class:`~passlab.Step`, or None."""
             return self._panes.step(self.selected)
 
+        # ------------------------------------------------------------- editing
+        def _editing(self, what: str) -> Any:
+            if self._session is None:
+                raise TypeError(
+                    f"{what} needs the build, and this Explorer was opened on a "
+                    f"{'trace' if self._build is None else 'build'} it cannot re-run: open "
+                    "passlab.Explorer(passlab.build(model)) to edit and re-run")
+            return self._session
+
+        @property
+        def history(self) -> tuple:
+            """Every run of the Edit pane and of :meth:`edit`, the recorded build first:
+            immutable ``(pipeline, build, result)`` entries
+            (:class:`~passlab.views.explorer_edit.HistoryEntry`; ``build`` is None for a
+            run that failed); empty for an Explorer opened on a trace."""
+            return () if self._session is None else self._session.history
+
+        def register_pass(self, fn: Any, name: str | None = None) -> str:
+            """Offer ``fn`` (IRModule -> IRModule) in the Edit pane's insert control, under
+            ``name`` (default its ``__name__``); returns the name."""
+            out = self._editing("register_pass()").register(fn, name)
+            self._refresh_edit()
+            return out
+
+        def edit(self, new_pipeline: Any) -> Any:
+            """Re-run with ``new_pipeline`` from its first edit (``passlab.rerun``), add the
+            run to :attr:`history` and show its trace; returns the new Build (a Rerun).
+
+            Raises
+            ------
+            BuildError
+                When the edited build fails; the Edit pane shows the failing step and its
+                reproducer, and the Explorer keeps showing the previous run.
+
+            Examples
+            --------
+            >>> import passlab
+            >>> ex = passlab.Explorer(passlab.build(passlab.models.mlp()))
+            >>> r = ex.edit(ex.history[-1].pipeline.disable("FoldConstant"))
+            >>> len(ex.history), r.run().shape
+            (2, (4, 8))
+            """
+            return self._run_edit(self._editing("edit()").run(new_pipeline))
+
+        def _run_edit(self, entry: Any) -> Any:
+            if entry.build is None:
+                self._refresh_edit()
+                raise entry.error
+            self._show_run(len(self.history) - 1)
+            return entry.build
+
+        def _refresh_edit(self) -> None:
+            with self.hold_sync():
+                self.edit_pending = [e.to_dict() for e in self._session.pending]
+                if self.tab == "edit":
+                    self.edit_html = self._session.to_html()
+                else:
+                    self.edit_html = ""  # stale: re-rendered when its tab opens
+                self.rendered += 1
+
+        def _show_run(self, index: int) -> None:
+            """Show history entry ``index``: its trace in every pane."""
+            entry = self._session.show(index)
+            trace = entry.build.trace
+            head = "" if index == 0 else f"{entry.label}: "
+            self._ready = False
+            try:
+                with self.hold_sync():
+                    self._trace = trace
+                    self._panes = panes.PaneRenderer(trace)
+                    self._panes.editor = self._session
+                    self.selected = -1
+                    main = [s for s in trace if s.kind == "pass"] or list(trace)
+                    relax = [s for s in main if s.level == "relax"] or main
+                    self.compare_a = main[0].index if main else -1
+                    self.compare_b = relax[-1].index if relax else -1
+                    self.steps = panes.rows(trace)
+                    self.stages = list(dict.fromkeys(s.stage for s in trace))
+                    if self.stage not in self.stages:
+                        self.stage = ""
+                    self.summary = head + trace.summary().split("\n")[0]
+                    self.failure = trace.failure.to_text() if trace.failure is not None else ""
+                    for tab in panes.TABS:
+                        setattr(self, f"{tab}_html", "")
+                    self.node = self.kernel_title = self.kernel_text = ""
+                    self.code_title = self.code_text = ""
+                    self.visible = self._visible()
+                    self.edit_shown = index
+                    self.edit_pending = []
+            finally:
+                self._ready = True
+            self.selected = panes.default_selection(trace)
+            if self.selected == -1:
+                self._render()
+
         # ---------------------------------------------------------- validation
         @t.validate("selected", "compare_a", "compare_b")
         def _check_step(self, proposal: Any) -> int:
@@ -188,9 +317,14 @@ else:
                                  search=self.search, show_inner=self.show_inner)
 
         @t.observe("changed_only", "stage", "search", "show_inner")
-        def _on_filter(self, _change: Any) -> None:
-            if self._ready:
+        def _on_filter(self, change: Any) -> None:
+            if not self._ready:
+                return
+            with self.hold_sync():
                 self.visible = self._visible()
+                # a filter that hides the selected pass selects the first one it shows
+                if self.visible and self.selected not in self.visible:
+                    self.selected = self.visible[0]
 
         @t.observe("selected")
         def _on_select(self, _change: Any) -> None:
@@ -200,11 +334,36 @@ else:
                 for name in ("diff_html", "graph_html", "buffers_html"):
                     if getattr(self, name):
                         setattr(self, name, "")  # stale: re-rendered when its tab opens
-                self.node = ""
-                self.kernel_title = self.kernel_text = ""
-                self.code_title = self.code_text = ""
+                self._keep_node()
                 self.explain_html = self._panes.explain(self.selected)
                 self._render()
+
+        def _keep_node(self) -> None:
+            """After a new step or parameter mode: the clicked node stays picked (its
+            panel redrawn) when the new graph has a node of that id, else it is cleared."""
+            try:
+                keep = bool(self.node) and self.selected != -1 and any(
+                    n.id == self.node for n in self._panes.graph(self.selected, self.graph_params))
+            except Exception:  # noqa: BLE001 - no graph here (TIR stage, error): clear
+                keep = False
+            if keep:
+                self._show_kernel(self.node)
+                return
+            self.node = ""
+            self.kernel_title = self.kernel_text = self.kernel_html = ""
+            self.code_title = self.code_text = ""
+
+        @t.observe("graph_params", "graph_overlay")
+        def _on_graph_view(self, change: Any) -> None:
+            if not self._ready:
+                return
+            with self.hold_sync():
+                if change["name"] == "graph_params":
+                    self._keep_node()
+                if self.tab == "graph":
+                    self._render()
+                else:
+                    self.graph_html = ""  # stale: redrawn when the tab opens
 
         @t.observe("tab", "diff_mode", "diff_all", "compare_a", "compare_b", "bounds")
         def _on_view(self, change: Any) -> None:
@@ -221,15 +380,73 @@ else:
         def _on_node(self, change: Any) -> None:
             if not self._ready or not change["new"] or self.selected == -1:
                 return
+            self._show_kernel(change["new"])
+
+        def _show_kernel(self, node: str) -> None:
+            """The kernel panel for graph node ``node`` of the selected step."""
+            index, params = self.selected, self.graph_params
             try:
-                title, text = self._panes.kernel(self.selected, change["new"])
-                code_title, code_text = self._panes.code(self.selected, change["new"])
+                title, text = self._panes.kernel(index, node, params)
+                code_title, code_text = self._panes.code(index, node, params)
             except Exception as exc:  # noqa: BLE001 - the widget shows it and lives on
-                title, text = f"could not look up {change['new']!r}", f"{type(exc).__name__}: {exc}"
+                title, text = f"could not look up {node!r}", f"{type(exc).__name__}: {exc}"
                 code_title = code_text = ""
+            try:
+                links = self._panes.kernel_links(index, node, params) if text else ""
+            except Exception as exc:  # noqa: BLE001 - the TIR above still shows
+                from passlab._render import error_panel
+
+                links = error_panel(exc, f"the links of {node!r}")
             with self.hold_sync():
                 self.kernel_title, self.kernel_text = title, text
                 self.code_title, self.code_text = code_title, code_text
+                self.kernel_html = links
+
+        @t.observe("ir_search")
+        def _on_ir_search(self, _change: Any) -> None:
+            if self._ready:
+                self._search_more()
+
+        def _search_more(self) -> None:
+            """Count ir_search in the functions the open diff does not print."""
+            tab, query = self.tab, self.ir_search
+            first, last = ((self.compare_a, self.compare_b) if tab == "compare"
+                           else (self.selected, None))
+            hits = functions = 0
+            if query and tab in ("diff", "compare") and not self.diff_all:
+                try:
+                    hits, functions = self._panes.search_unshown(
+                        query, first, mode=self.diff_mode, b=last)
+                except Exception:  # noqa: BLE001 - the search box then counts what it sees
+                    hits = functions = 0
+            # `where` names the diff counted, so the front end never shows a stale count
+            where = f"{tab}:{first}:{last}:{self.diff_mode}:{self.diff_all}"
+            self.ir_search_more = dict(query=query, where=where, hits=hits,
+                                       functions=functions)
+
+        @t.observe("edit_pending", "edit_run", "edit_shown")
+        def _on_edit(self, change: Any) -> None:
+            if not self._ready or self._session is None:
+                return
+            s = self._session
+            try:
+                if change["name"] == "edit_pending":
+                    if [e.to_dict() for e in s.pending] == change["new"]:
+                        return  # our own echo
+                    s.set_pending(change["new"])
+                elif change["name"] == "edit_shown":
+                    if change["new"] != s.shown:
+                        s.message = ""
+                        self._show_run(change["new"])
+                else:
+                    s.message = ""
+                    if s.pending and s.run().build is not None:  # a failure shows in the pane
+                        self._show_run(len(s.history) - 1)
+            except Exception as exc:  # noqa: BLE001 - the pane says what went wrong
+                s.message = f"{type(exc).__name__}: {exc}"
+                if change["name"] == "edit_shown":
+                    self.edit_shown = s.shown
+            self._refresh_edit()
 
         def _render(self) -> None:
             """Fill the open pane for the current selection (a cached pane is free)."""
@@ -237,10 +454,13 @@ else:
             try:
                 out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
                                        a=self.compare_a, b=self.compare_b,
-                                       all_functions=self.diff_all, bounds=self.bounds)
+                                       all_functions=self.diff_all, bounds=self.bounds,
+                                       params=self.graph_params, overlay=self.graph_overlay)
                 setattr(self, f"{tab}_html", out)
                 if tab == "buffers":
                     self.symbols = list(self._panes.symbols.get(self.selected, ()))
+                if self.ir_search and tab in ("diff", "compare"):
+                    self._search_more()
             finally:
                 self.rendered += 1
 
@@ -251,7 +471,8 @@ else:
                 for tab in panes.TABS:
                     setattr(self, f"{tab}_html", self._panes.pane(
                         tab, self.selected, mode=self.diff_mode, a=self.compare_a,
-                        b=self.compare_b, all_functions=self.diff_all, bounds=self.bounds))
+                        b=self.compare_b, all_functions=self.diff_all, bounds=self.bounds,
+                        params=self.graph_params, overlay=self.graph_overlay))
                 self.symbols = list(self._panes.symbols.get(self.selected, ()))
                 self.rendered += 1
 

@@ -92,11 +92,15 @@ class PaneRenderer:
         self.trace = trace
         self.by_index = {s.index: s for s in trace}
         self._cache: OrderedDict[tuple, str] = OrderedDict()
-        self._graphs: OrderedDict[int, Any] = OrderedDict()
+        self._diffs: OrderedDict[tuple, Any] = OrderedDict()
+        self._graphs: OrderedDict[tuple[int, str], Any] = OrderedDict()
         self._size = cache_size
         #: symbolic dimensions of the buffers after each step (a bound slider each)
         self.symbols: dict[int, tuple[str, ...]] = {}
         self._peaks: Any = None  # the per-pass peak line, computed on first use
+        #: what the Edit pane shows (an object with ``to_html()``: the Explorer's edit
+        #: session), None when the Explorer has no Build to re-run
+        self.editor: Any = None
 
     def _cached(self, key: tuple, make: Callable[[], str], what: str) -> str:
         hit = self._cache.get(key)
@@ -136,7 +140,8 @@ class PaneRenderer:
 
     def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
              b: int = -1, all_functions: bool = False,
-             bounds: dict[str, int] | None = None) -> str:
+             bounds: dict[str, int] | None = None, params: str = "collapse",
+             overlay: str = "none") -> str:
         """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare).
 
         Diffs print the first :data:`~passlab.analysis.diff.FIRST_VIEW` changed functions
@@ -160,7 +165,8 @@ class PaneRenderer:
                                 lambda: self._diff(step, mode, all_functions),
                                 f"the diff of {step.label}")
         if tab == "graph":
-            return self._cached(("graph", index), lambda: self._graph(step),
+            return self._cached(("graph", index, params, overlay),
+                                lambda: self._graph(step, params, overlay),
                                 f"the fused graph after {step.label}")
         if tab == "provenance":
             return self._cached(("provenance", index), lambda: self._provenance(step),
@@ -176,19 +182,63 @@ class PaneRenderer:
             f = self.trace.failure
             text = f.to_text() if f is not None and f.step is step else "this pass failed"
             return _note(text, "plx-warn")
-        from passlab.analysis.diff import diff
+        return _first_view(self.module_diff(step.index), mode, all_functions, "plx-diff")
 
-        return _first_view(diff(step), mode, all_functions)
+    def module_diff(self, a: int, b: int | None = None) -> Any:
+        """The :class:`~passlab.analysis.diff.ModuleDiff` of step ``a`` or, with ``b``, from
+        step ``a``'s input to step ``b``'s output (its input if ``b`` failed); cached, so
+        that what the pane printed is printed once."""
+        key = (a, b)
+        d = self._diffs.get(key)
+        if d is None:
+            from passlab.analysis.diff import diff
 
-    def graph(self, index: int) -> Any:
-        """The fused graph after step ``index`` (cached: node clicks look nodes up in it)."""
-        g = self._graphs.get(index)
+            first = self.by_index[a]
+            if b is None:
+                d = diff(first)
+            else:
+                last = self.by_index[b]
+                d = diff(first, last.before if last.failed else last)
+            self._diffs[key] = d
+            if len(self._diffs) > 8:
+                self._diffs.popitem(last=False)
+        self._diffs.move_to_end(key)
+        return d
+
+    def search_unshown(self, query: str, index: int, *, mode: str = "unified",
+                       b: int | None = None) -> tuple[int, int]:
+        """``(hits, functions)``: case-insensitive occurrences of ``query`` in the lines
+        the diff of step ``index`` (from ``index`` to ``b`` for compare) would show for
+        the functions its first view does not print, and in how many functions. Prints
+        those functions (the cost "show all" would pay)."""
+        from passlab.analysis import _diff_render
+        from passlab.analysis.diff import FIRST_VIEW, MAX_LINES
+
+        needle = query.lower()
+        if not needle or index not in self.by_index or (b is not None and b not in self.by_index):
+            return 0, 0
+        step = self.by_index[index]
+        if b is None and step.failed:
+            return 0, 0
+        hits = functions = 0
+        for fd in self.module_diff(index, b).functions[FIRST_VIEW:]:
+            n = sum(line.lower().count(needle) for line in _diff_render.shown_lines(
+                fd, mode == "side-by-side", MAX_LINES))
+            hits += n
+            functions += n > 0
+        return hits, functions
+
+    def graph(self, index: int, params: str = "collapse") -> Any:
+        """The fused graph after step ``index`` with ``fused_graph(params=...)`` (cached:
+        node clicks look nodes up in it)."""
+        key = (index, params)
+        g = self._graphs.get(key)
         if g is None:
             from passlab.analysis.graph import fused_graph
 
             step = self.by_index[index]
-            g = fused_graph(step.before if step.failed else step)
-            self._graphs[index] = g
+            g = fused_graph(step.before if step.failed else step, params=params)
+            self._graphs[key] = g
             if len(self._graphs) > 8:
                 self._graphs.popitem(last=False)
         return g
@@ -206,9 +256,34 @@ class PaneRenderer:
                      f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
                      f"functions.{hint}")
 
-    def _graph(self, step: Step) -> str:
+    def _graph(self, step: Step, params: str = "collapse", overlay: str = "none") -> str:
+        """The graph after ``step``, its kernels marked against the previous main-chain
+        step's graph (new, rewritten, removed), optionally coloured by bytes."""
+        from passlab.views import explorer_graph as eg
+
         head = _failed_note(step) if step.failed else ""
-        return self._no_relax(step) or head + self.graph(step.index).to_html()
+        none = self._no_relax(step)
+        if none:
+            return none
+        g = self.graph(step.index, params)
+        prev = eg.previous_step(self.trace, step)
+        marks: dict[str, str] = {}
+        removed: list[str] = []
+        if prev is not None and not step.failed:
+            modified = frozenset(step.functions_changed.modified)
+            marks, removed = eg.changes(self.graph(prev.index, params), g, modified)
+        return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
+                                   against=None if step.failed else prev)
+
+    def kernel_links(self, index: int, node_id: str, params: str = "collapse") -> str:
+        """HTML for a clicked graph node: its kernel's diff in step ``index``, the passes
+        that created and rewrote it, its buffers ("" for data nodes and unknown ids)."""
+        from passlab.views import explorer_graph as eg
+
+        node = next((n for n in self.graph(index, params).nodes if n.id == node_id), None)
+        if node is None:
+            return ""
+        return eg.kernel_links(self.trace, self.by_index[index], node)
 
     def _buffers(self, step: Step, bounds: dict[str, int] | None = None) -> str:
         """The liveness picture above the buffer tables, and the peak across the
@@ -251,25 +326,31 @@ class PaneRenderer:
         sa, sb = self.step(a), self.step(b)
         if sa is None or sb is None:
             return _note("Choose two passes, A and B: the diff runs from A's input to B's output.")
-        from passlab.analysis.diff import diff
-
         head = _note(f"From the input of #{sa.index} {sa.label} to the output of "
                      f"#{sb.index} {sb.label}.")
         if sa.index > sb.index:
             head += _note("A comes after B: this diff runs backwards.", "plx-warn")
-        target = sb
         if sb.failed:
             head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
-            target = sb.before
-        return head + _first_view(diff(sa, target), mode, all_functions)
+        return head + _first_view(self.module_diff(a, b), mode, all_functions, "plx-compare")
 
     def _provenance(self, step: Step) -> str:
-        from passlab.analysis.provenance import provenance
+        """The input graph beside the fused graph after ``step`` (after FuseTIR when
+        ``step`` is earlier), linked op <-> kernel, and the op table; every pass before
+        fusion shares one rendering."""
+        from passlab.analysis._provenance_view import fused_step, provenance_view
 
-        return provenance(self.trace).to_html()
+        after, note = fused_step(self.trace, step)
+        view = self._cached(("provenance-view", after.index),
+                            lambda: provenance_view(self.trace, after).to_html("plx-prov-box"),
+                            f"the provenance up to {after.label}")
+        return (_note(note) if note else "") + view
 
     def _edit(self) -> str:
-        return _note("Editing needs the build: open passlab.Explorer(build) on a Build.")
+        if self.editor is not None:
+            return self.editor.to_html()
+        return _note("Editing needs the build, and this Explorer was opened on a trace: "
+                     "open passlab.Explorer(passlab.build(model)) to edit and re-run.")
 
     def _pipeline(self) -> str:
         pipe = self.trace.pipeline
@@ -297,12 +378,12 @@ class PaneRenderer:
                                   found, ["user"] * len(found), caption="Where your passes ran")
 
     # ------------------------------------------------------------------- kernels
-    def kernel(self, index: int, node_id: str) -> tuple[str, str]:
+    def kernel(self, index: int, node_id: str, params: str = "collapse") -> tuple[str, str]:
         """``(title, text)`` for a clicked graph node: the TVMScript of the kernel (TIR
         PrimFunc, or Relax function before FuseTIR) it calls, looked up in the module the
         graph was drawn from."""
         step = self.by_index[index]
-        graph = self.graph(index)
+        graph = self.graph(index, params)
         node = next((n for n in graph.nodes if n.id == node_id), None)
         if node is None:
             return f"no node {node_id!r} in the graph after {step.label}", ""
@@ -322,13 +403,13 @@ class PaneRenderer:
         return (f"{node.label} is a Relax operator: no kernel for it in the module after "
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
 
-    def code(self, index: int, node_id: str) -> tuple[str, str]:
+    def code(self, index: int, node_id: str, params: str = "collapse") -> tuple[str, str]:
         """``(title, text)``: what the target generated for a clicked graph node's
         kernel (the trace's codegen step), or empty strings when there is none."""
         code = self.trace.code
         if code is None or index not in self.by_index:
             return "", ""
-        node = next((n for n in self.graph(index).nodes if n.id == node_id), None)
+        node = next((n for n in self.graph(index, params).nodes if n.id == node_id), None)
         if node is None or node.kind in _DATA_KINDS:
             return "", ""
         for name in dict.fromkeys((node.label, node.id)):
@@ -340,13 +421,13 @@ class PaneRenderer:
         return "", ""
 
 
-def _first_view(d: Any, mode: str, all_functions: bool) -> str:
+def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> str:
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
-    end sends ``diff_all`` when it is clicked)."""
+    end sends ``diff_all`` when it is clicked); function blocks get ids ``anchors-...``."""
     from passlab.analysis.diff import FIRST_VIEW
 
     if all_functions or len(d) <= FIRST_VIEW:
-        return d.to_html(mode)
+        return d.to_html(mode, anchors=anchors)
     button = (f'<button type="button" class="plx-show-all">show all {len(d)} changed '
               "functions</button>")
-    return d.to_html(mode, max_functions=FIRST_VIEW) + button
+    return d.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors) + button

@@ -82,18 +82,21 @@ def render_report(trace: Trace, *, title: str | None = None,
     explain_blocks = _explain_blocks(trace, failing)
     panels = _snapshot_panels(snaps)
     code_section, code_blocks = _code_section(trace)
+    prov_section, prov_block = _provenance_section(trace)
     body = [
         _header(trace, title),
         _failure_panel(trace),
         _warnings(trace),
         _passes_section(trace, failing, set(diff_blocks), snap_of),
         _snapshots_section(panels),
+        prov_section,
         code_section,
         _pipeline_section(trace),
         "".join(diff_blocks.values()),
         "".join(explain_blocks.values()),
         "".join(block for _, _, block in panels),
         code_blocks,
+        prov_block,
         f"<script>{_embed.asset('report.js')}</script>",
     ]
     return (
@@ -129,7 +132,8 @@ def _header(trace: Trace, title: str) -> str:
         f'<div class="pl-summary-line">{esc(summary)}</div>'
         f'<div class="pl-meta">written {esc(written)} with {esc(_versions())}</div>'
         '<nav class="pl-nav"><a href="#pl-passes">Passes</a> <a href="#pl-snapshots">'
-        'Graph and buffers</a> <a href="#pl-pipeline">Pipeline</a>'
+        'Graph and buffers</a> <a href="#snap-provenance">Provenance</a> '
+        '<a href="#pl-pipeline">Pipeline</a>'
         + (' <a href="#pl-failure" class="pl-nav-fail">Failure</a>'
            if trace.failure is not None else "")
         + "</nav></header>"
@@ -369,6 +373,46 @@ def _snapshots_section(panels: Sequence[tuple[_snapshots.Snapshot, str, str]]) -
     return f'<section id="pl-snapshots">{head}{intro}{"".join(items)}</section>'
 
 
+# ------------------------------------------------------------------------ provenance
+def _provenance_section(trace: Trace) -> tuple[str, str]:
+    """The input graph beside the fused graph (after FuseTIR, else the last Relax pass),
+    linked op <-> kernel for hover (report.js), drawn once into one lazily unpacked
+    block. Returns (section, data block); ("", "") when nothing was recorded."""
+    from passlab.analysis._provenance_view import provenance_view
+
+    if not any(s.kind == "pass" for s in trace):
+        return "", ""
+    try:
+        view = provenance_view(trace)
+        summary = (f"{len(view.provenance)} operator calls of {view.provenance.function} "
+                   f"\u2192 {len(view.provenance.kernels)} kernels, linked in the graph "
+                   f"after #{view.step.index} {view.step.label}")
+        markup = view.to_html("pl-svg")
+    except Exception as exc:  # a view never fails the report
+        summary, markup = "could not link the model's operators to kernels", \
+            _snapshots.error_panel("the provenance", exc)
+    intro = ('<div class="pl-note">Which kernels each operator call of the input ended in, '
+             "and back: hover an operator or a kernel; a click on a kernel opens its "
+             "generated code.</div>")
+    section = (f'<section id="pl-provenance"><h2>Provenance</h2>{intro}'
+               '<details class="pl-snap" id="snap-provenance" data-block="pl-prov-block">'
+               f"<summary>{esc(summary)}</summary>"
+               '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div>'
+               "</details></section>")
+    return section, _embed.data_block("pl-prov-block", markup)
+
+
+def _held_ops(trace: Trace) -> dict[str, tuple[str, ...]]:
+    """Kernel -> the input's operator calls it holds ({} when provenance cannot tell)."""
+    from passlab.analysis.provenance import provenance
+
+    try:
+        prov = provenance(trace)
+        return {k: prov.ops_of(k) for k in prov.kernels}
+    except Exception:  # the code section shows without it
+        return {}
+
+
 # ---------------------------------------------------------------------- generated code
 #: Lines of TIR and of generated code shown per kernel in the report.
 CODE_LINES = 400
@@ -393,6 +437,7 @@ def _code_section(trace: Trace) -> tuple[str, str]:
     step = next(s for s in reversed(tuple(trace)) if s.code is not None)
     funcs = _tvm.functions(step.after) if step.after is not None else {}
     kind = code.main_kind
+    held = _held_ops(trace)
     items, blocks = [], []
     for name in code.kernels:
         try:
@@ -408,8 +453,11 @@ def _code_section(trace: Trace) -> tuple[str, str]:
                       f'<pre class="pl-code">{_capped(text or "(no function of this kernel found)")}'
                       "</pre></div></div>")
             blocks.append(_embed.data_block(f"pl-code-{name}", markup))
+        ops = held.get(name)
+        holds = (f' <span class="pl-note">holds the input\u2019s {esc(", ".join(ops))}</span>'
+                 if ops else "")
         items.append(f'<details class="pl-snap pl-kernel-code" id="code-{esc(name)}" '
-                     f'data-block="pl-code-{esc(name)}"><summary>{esc(name)}</summary>'
+                     f'data-block="pl-code-{esc(name)}"><summary>{esc(name)}{holds}</summary>'
                      '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div>'
                      "</details>")
     intro = (f'<div class="pl-note">{esc(code.summary())}. Each kernel\u2019s {esc(kind)} '

@@ -4,6 +4,9 @@
 (function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
+  // <html data-theme="dark"> forces the dark colours (report.css); the TVMScript token
+  // colours (passlab/analysis/_highlight.py) follow the body's pl-dark class
+  if (document.documentElement.dataset.theme === "dark") document.body.classList.add("pl-dark");
   const rows = Array.from(document.querySelectorAll("#pl-list tr.pl-row"));
 
   // TVMScript token colours for a diff when it is shown (the page would be seconds slower
@@ -240,6 +243,23 @@
         $("#pl-passes").scrollIntoView();
       }
     }
+    // "show weights": swap the folded graph and the one with its parameters drawn (kept
+    // in a <template> beside it, so the page lays out one SVG at a time)
+    const weights = ev.target.closest && ev.target.closest(".pl-weights");
+    if (weights) {
+      const box = weights.closest(".pl-graph-head").parentElement;
+      const svg = box.querySelector(".pl-svg");
+      const other = box.querySelector("template.pl-weights-svg");
+      if (svg && other) {
+        const shown = document.createElement("template");
+        shown.innerHTML = svg.innerHTML;
+        svg.replaceChildren(other.content.cloneNode(true));
+        other.content.replaceChildren(shown.content);
+        const on = weights.getAttribute("aria-pressed") !== "true";
+        weights.setAttribute("aria-pressed", on ? "true" : "false");
+        weights.textContent = on ? "fold weights" : "show weights";
+      }
+    }
     const zoom = ev.target.closest && ev.target.closest(".pl-zoom");
     if (zoom) {
       const box = zoom.closest(".pl-snap, .pl-graph-box") || zoom.parentElement.parentElement;
@@ -271,8 +291,10 @@
   document.addEventListener("click", (ev) => {
     const node = ev.target.closest && ev.target.closest(".pl-svg g.node");
     if (!node) return;
-    const names = [node.querySelector("title"), ...node.querySelectorAll("text")]
-      .filter(Boolean).map((t) => t.textContent.trim());
+    // an operator of the provenance input graph opens the kernels it ended in
+    const names = node.closest(".passlab-prov-input") ? provList(node.dataset.kernels) :
+      [node.querySelector("title"), ...node.querySelectorAll("text")]
+        .filter(Boolean).map((t) => t.textContent.trim());
     for (const name of names) {
       const det = document.getElementById("code-" + name);
       if (det && det.tagName === "DETAILS") {
@@ -282,6 +304,36 @@
         return;
       }
     }
+  });
+
+  // ------------------------------------------------------------------- provenance
+  // The input graph beside the fused graph: operators and op-table rows carry data-op and
+  // data-kernels (JSON list), kernels data-kernel and data-ops (passlab's
+  // _provenance_view.py); hovering one marks what it links to.
+  function provList(text) {
+    try { const v = JSON.parse(text || "[]"); return Array.isArray(v) ? v : []; } catch (e) { return []; }
+  }
+  let provShown = null;
+  function provHighlight(root, el) {
+    if (el === provShown) return;
+    provShown = el;
+    for (const n of root.querySelectorAll(".passlab-prov-hl")) n.classList.remove("passlab-prov-hl");
+    root.classList.toggle("passlab-prov-active", !!el);
+    if (!el) return;
+    const isKernel = el.dataset.kernel !== undefined;
+    const ops = isKernel ? provList(el.dataset.ops) : [el.dataset.op];
+    const kernels = isKernel ? [el.dataset.kernel] : provList(el.dataset.kernels);
+    for (const n of root.querySelectorAll("[data-op]")) {
+      if (ops.includes(n.dataset.op)) n.classList.add("passlab-prov-hl");
+    }
+    for (const n of root.querySelectorAll("[data-kernel]")) {
+      if (kernels.includes(n.dataset.kernel)) n.classList.add("passlab-prov-hl");
+    }
+  }
+  document.addEventListener("mouseover", (ev) => {
+    const root = ev.target.closest && ev.target.closest(".passlab-prov");
+    if (root) provHighlight(root, ev.target.closest("[data-op], [data-kernel]"));
+    else if (provShown) provHighlight(provShown.closest(".passlab-prov"), null);
   });
 
   // ------------------------------------------------------------------------ start

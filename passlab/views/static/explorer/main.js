@@ -34,24 +34,39 @@ function render({ model, el }) {
   const summary = h("div", { class: "plx-summary" });
   const failure = h("div", { class: "plx-failure" });
   const passes = passList(ctx);
-  const tabs = h("div", { class: "plx-tabs", role: "tablist" });
+  // tabs: one tab stop (roving tabindex), arrows move between tabs and open them
+  const tablist = h("div", { class: "plx-tablist", role: "tablist", "aria-label": "panes" });
   const tabButtons = {};
+  const openTab = (name, focus) => {
+    if (model.get("tab") !== name) { ctx.busy(); send({ tab: name }); }
+    if (focus) tabButtons[name].focus();
+  };
   for (const [name, text] of TABS) {
-    const b = h("button", { class: "plx-tab", "data-tab": name, role: "tab", text });
-    b.addEventListener("click", () => {
-      if (model.get("tab") !== name) { ctx.busy(); send({ tab: name }); }
-    });
+    const b = h("button", { class: "plx-tab", "data-tab": name, role: "tab", text,
+                            id: `plx-tab-${name}`, tabindex: "-1" });
+    // focus stays on the tab (JupyterLab would otherwise take it to the notebook)
+    b.addEventListener("click", () => openTab(name, true));
     tabButtons[name] = b;
-    tabs.append(b);
+    tablist.append(b);
   }
+  tablist.addEventListener("keydown", (e) => {
+    const names = TABS.map(([n]) => n);
+    const at = names.indexOf(e.target.dataset && e.target.dataset.tab);
+    if (at < 0) return;
+    const moves = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: names.length - 1 };
+    if (!(e.key in moves)) return;
+    e.preventDefault();
+    openTab(names[(moves[e.key] + names.length) % names.length], true);
+  });
   const modeSel = h("select", { class: "plx-mode", "aria-label": "diff layout" });
   for (const m of ["unified", "side-by-side"]) modeSel.append(h("option", { value: m, text: m }));
   modeSel.addEventListener("change", () => { ctx.busy(); send({ diff_mode: modeSel.value }); });
-  tabs.append(modeSel);
+  const tabs = h("div", { class: "plx-tabs" }, tablist, modeSel);
 
   const panes = {};
   for (const [name] of TABS) {
-    panes[name] = h("div", { class: `plx-pane plx-pane-${name}`, "data-pane": name });
+    panes[name] = h("div", { class: `plx-pane plx-pane-${name}`, "data-pane": name,
+                             role: "tabpanel", "aria-labelledby": `plx-tab-${name}` });
     paneBox.append(panes[name]);
   }
   const views = {};
@@ -59,10 +74,16 @@ function render({ model, el }) {
     views[name] = PANES[name] ? PANES[name](ctx, panes[name]) : htmlPane(ctx, panes[name], name);
   }
   const explain = explainStrip(ctx);
-  const body = h("div", { class: "plx-body" }, passes.list,
+  const split = h("div", { class: "plx-split", role: "separator", tabindex: "0",
+    "aria-orientation": "vertical", "aria-label": "resize the pass list",
+    title: "drag to resize the pass list (or focus and use the arrow keys)" });
+  const body = h("div", { class: "plx-body" }, passes.list, split,
     h("div", { class: "plx-right" }, tabs, explain, paneBox));
   root.append(summary, failure, noKernel, passes.toolbar, body);
   el.append(root);
+  resizableList(root, passes.list, split, ctx);
+  containKeys(root, ctx);
+  stackWhenNarrow(root, ctx);
 
   const renderHeader = () => {
     summary.textContent = model.get("summary");
@@ -75,10 +96,11 @@ function render({ model, el }) {
     for (const [name, b] of Object.entries(tabButtons)) {
       b.classList.toggle("active", name === tab);
       b.setAttribute("aria-selected", name === tab ? "true" : "false");
+      b.tabIndex = name === tab ? 0 : -1;
       panes[name].style.display = name === tab ? "" : "none";
     }
     modeSel.style.display = tab === "diff" || tab === "compare" ? "" : "none";
-    explain.style.display = tab === "compare" || tab === "pipeline" ? "none" : "";
+    explain.style.display = ["compare", "pipeline", "edit"].includes(tab) ? "none" : "";
     modeSel.value = model.get("diff_mode");
     if (views[tab] && views[tab].onShow) views[tab].onShow();
   };
@@ -94,6 +116,76 @@ function render({ model, el }) {
   on("change:rendered", () => { noKernel.hidden = true; idle(); });
 
   return () => ctx.cleanup();
+}
+
+// The pass list's width: drag the handle, or focus it and press ArrowLeft/ArrowRight.
+function resizableList(root, list, split, ctx) {
+  const setWidth = (px) => {
+    const total = root.querySelector(".plx-body").clientWidth;
+    const w = Math.max(160, Math.min(px, total * 0.75));
+    root.style.setProperty("--plx-list-w", `${Math.round(w)}px`);
+    split.setAttribute("aria-valuenow", String(Math.round(w)));
+  };
+  let start = null;
+  split.addEventListener("pointerdown", (e) => {
+    start = { x: e.clientX, w: list.getBoundingClientRect().width };
+    split.setPointerCapture(e.pointerId);
+    split.classList.add("plx-dragging");
+    e.preventDefault();
+  });
+  split.addEventListener("pointermove", (e) => {
+    if (start) setWidth(start.w + e.clientX - start.x);
+  });
+  const stop = () => { start = null; split.classList.remove("plx-dragging"); };
+  split.addEventListener("pointerup", stop);
+  split.addEventListener("pointercancel", stop);
+  split.addEventListener("dblclick", () => root.style.removeProperty("--plx-list-w"));
+  split.addEventListener("keydown", (e) => {
+    const step = { ArrowLeft: -24, ArrowRight: 24 }[e.key];
+    if (!step) return;
+    e.preventDefault();
+    setWidth(list.getBoundingClientRect().width + step);
+  });
+  ctx.onCleanup(stop);
+}
+
+// Keys typed in the widget are the widget's: JupyterLab's notebook shortcuts (j, k, a,
+// b, d d, arrows ...) never see them. Lumino skips its shortcuts under
+// data-lm-suppress-shortcuts; stopping the event covers the notebook's own listeners.
+// A click that re-renders a pane must not drop the focus to the page either.
+function containKeys(root, ctx) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  const stop = (e) => e.stopPropagation();
+  root.addEventListener("keydown", stop);
+  root.addEventListener("keypress", stop);
+  root.addEventListener("keyup", stop);
+  // the focused element was removed (a pane's HTML re-rendered under it): keep the
+  // focus in the widget, on the open tab, instead of letting it fall to the page
+  let timer = null;
+  ctx.onCleanup(() => clearTimeout(timer));
+  root.addEventListener("focusout", (e) => {
+    if (e.relatedTarget && root.contains(e.relatedTarget)) return;
+    const gone = e.target;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const lost = !document.activeElement || document.activeElement === document.body;
+      if (gone.isConnected || !lost || !root.isConnected) return;
+      const tab = root.querySelector(".plx-tab.active") || root.querySelector(".plx-list");
+      if (tab) tab.focus({ preventScroll: true });
+    }, 0);
+  });
+}
+
+// Stack the list above the panes when the widget itself is narrow (its container, not
+// the window: JupyterLab's side panels change the output's width).
+const NARROW_PX = 700;
+function stackWhenNarrow(root, ctx) {
+  if (typeof ResizeObserver === "undefined") return;
+  const ro = new ResizeObserver((entries) => {
+    for (const e of entries) root.classList.toggle("plx-narrow", e.contentRect.width < NARROW_PX);
+  });
+  ro.observe(root);
+  ctx.onCleanup(() => ro.disconnect());
 }
 
 export default { render };

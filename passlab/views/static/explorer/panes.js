@@ -1,18 +1,28 @@
 // The step panes besides the graph: diff, compare, buffers (with bound sliders),
 // pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
 
-// a pane that is its HTML (diff, pipeline, and any tab without a factory); diffs print the first few functions and the
-// pane's "show all" button asks for the rest
+// a pane that is its HTML (pipeline, and any tab without a factory)
 function htmlPane(ctx, pane, name) {
-  const { model, on, send } = ctx;
+  const { model, on } = ctx;
   const render = () => { pane.innerHTML = model.get(`${name}_html`); };
-  if (name === "diff") {
-    pane.addEventListener("click", (ev) => {
-      if (ev.target.closest && ev.target.closest(".plx-show-all")) { ctx.busy(); send({ diff_all: true }); }
-    });
-  }
   render();
   on(`change:${name}_html`, render);
+  return {};
+}
+
+// the diff of the selected pass, with the IR search and function list of ir.js above
+// it; diffs print the first few functions and the "show all" button asks for the rest
+function diffPane(ctx, pane) {
+  const { model, on, send } = ctx;
+  const body = h("div", { class: "plx-diff-body" });
+  const tools = irTools(ctx, pane, body, "diff");
+  pane.append(tools.bar, body);
+  pane.addEventListener("click", (ev) => {
+    if (ev.target.closest && ev.target.closest(".plx-show-all")) { ctx.busy(); send({ diff_all: true }); }
+  });
+  const render = () => { body.innerHTML = model.get("diff_html"); tools.rendered(); };
+  render();
+  on("change:diff_html", render);
   return {};
 }
 
@@ -23,8 +33,10 @@ function comparePane(ctx, pane) {
   const selB = h("select", { class: "plx-compare-b", "aria-label": "compare to" });
   const swap = h("button", { class: "plx-swap", text: "swap" });
   const body = h("div", { class: "plx-compare-body" });
+  const tools = irTools(ctx, pane, body, "compare");
   pane.append(h("div", { class: "plx-compare-tools" },
-    document.createTextNode("A "), selA, document.createTextNode(" \u2192 B "), selB, swap), body);
+    document.createTextNode("A "), selA, document.createTextNode(" \u2192 B "), selB, swap),
+  tools.bar, body);
   selA.addEventListener("change", () => { ctx.busy(); send({ compare_a: Number(selA.value) }); });
   selB.addEventListener("change", () => { ctx.busy(); send({ compare_b: Number(selB.value) }); });
   swap.addEventListener("click", () => {
@@ -46,7 +58,7 @@ function comparePane(ctx, pane) {
     selA.value = String(model.get("compare_a"));
     selB.value = String(model.get("compare_b"));
   };
-  const render = () => { body.innerHTML = model.get("compare_html"); };
+  const render = () => { body.innerHTML = model.get("compare_html"); tools.rendered(); };
   renderOptions();
   render();
   on("change:steps", renderOptions);
@@ -86,7 +98,23 @@ function buffersPane(ctx, pane) {
       boundsBar.append(h("label", {}, document.createTextNode(`${name} `), slider), value);
     }
   };
-  const render = () => { body.innerHTML = model.get("buffers_html"); };
+  // a tensor row -> its producer and consumers highlighted in the graph
+  const render = () => {
+    body.innerHTML = model.get("buffers_html");
+    for (const row of body.querySelectorAll("tr[data-focus]")) {
+      const names = JSON.parse(row.dataset.focus);
+      if (!names.length) continue;
+      row.classList.add("plx-linked");
+      row.title = `show ${names.join(", ")} in the fused graph`;
+    }
+  };
+  body.addEventListener("click", (ev) => {
+    const row = ev.target.closest && ev.target.closest("tr.plx-linked");
+    const sel = window.getSelection();
+    if (!row || (sel && !sel.isCollapsed)) return;
+    ctx.busy();
+    send({ focus: JSON.parse(row.dataset.focus), tab: "graph" });
+  });
   renderBounds();
   render();
   on("change:symbols", renderBounds);
@@ -114,5 +142,6 @@ function explainStrip(ctx) {
   on("change:explain_html", render);
   return strip;
 }
+PANES.diff = diffPane;
 PANES.compare = comparePane;
 PANES.buffers = buffersPane;

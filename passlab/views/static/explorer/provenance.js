@@ -1,1 +1,70 @@
-// The provenance pane: the model's operators and the kernels they ended up in.
+// The provenance pane: the input graph beside the fused graph, linked op <-> kernel.
+// Python puts the links in data-* attributes (passlab/analysis/_provenance_view.py):
+// operators and op-table rows carry data-op and data-kernels (a JSON list), kernels carry
+// data-kernel, data-ops and data-node. Hover shows the links; a click on an operator pins
+// them; a click on a kernel opens it in the fused-graph pane (the `focus` trait).
+
+function provList(text) {
+  try { const v = JSON.parse(text || "[]"); return Array.isArray(v) ? v : []; } catch (e) { return []; }
+}
+
+// mark what `el` links to (itself included) in `root`; `el` null clears
+function provHighlight(root, el) {
+  for (const n of root.querySelectorAll(".passlab-prov-hl")) n.classList.remove("passlab-prov-hl");
+  for (const box of root.querySelectorAll(".passlab-prov")) box.classList.toggle("passlab-prov-active", !!el);
+  if (!el) return;
+  const isKernel = el.dataset.kernel !== undefined;
+  const ops = isKernel ? provList(el.dataset.ops) : [el.dataset.op];
+  const kernels = isKernel ? [el.dataset.kernel] : provList(el.dataset.kernels);
+  for (const n of root.querySelectorAll("[data-op]")) {
+    if (ops.includes(n.dataset.op)) n.classList.add("passlab-prov-hl");
+  }
+  for (const n of root.querySelectorAll("[data-kernel]")) {
+    if (kernels.includes(n.dataset.kernel)) n.classList.add("passlab-prov-hl");
+  }
+}
+
+function provenancePane(ctx, pane) {
+  const { model, on, send } = ctx;
+  const tools = h("div", { class: "plx-graph-tools" }, h("span", { class: "plx-hint",
+    text: "click an operator to pin its links, a kernel to open it in the fused graph" }));
+  const body = h("div", { class: "plx-prov-body" });
+  pane.append(tools, body);
+  let pinned = null, shown = null;
+  const show = (el) => { if (el !== shown) { shown = el; provHighlight(body, el); } };
+  const linked = (ev) => (ev.target.closest ? ev.target.closest("[data-op], [data-kernel]") : null);
+
+  body.addEventListener("mouseover", (ev) => show(linked(ev) || pinned));
+  body.addEventListener("mouseleave", () => show(pinned));
+  body.addEventListener("click", (ev) => {
+    const el = linked(ev);
+    if (!el) return;
+    if (el.dataset.kernel !== undefined) {
+      // every call of this kernel, by graph node id, in the graph after the step drawn here
+      const kernel = el.dataset.kernel;
+      const ids = Array.from(body.querySelectorAll(".passlab-prov-fused [data-kernel]"))
+        .filter((n) => n.dataset.kernel === kernel).map((n) => n.dataset.node);
+      const root = body.querySelector(".passlab-prov[data-step]");
+      const step = root ? Number(root.dataset.step) : model.get("selected");
+      ctx.busy();
+      const changes = { focus: ids, tab: "graph" };
+      if (step !== model.get("selected")) changes.selected = step;
+      send(changes);
+      return;
+    }
+    pinned = pinned && pinned.dataset.op === el.dataset.op ? null : el;
+    for (const n of body.querySelectorAll(".passlab-prov-pinned")) n.classList.remove("passlab-prov-pinned");
+    if (pinned) pinned.classList.add("passlab-prov-pinned");
+    shown = undefined;
+    show(pinned || el);
+  });
+
+  const render = () => {
+    pinned = shown = null;
+    body.innerHTML = model.get("provenance_html");  // escaped by passlab
+  };
+  render();
+  on("change:provenance_html", render);
+  return {};
+}
+PANES.provenance = provenancePane;

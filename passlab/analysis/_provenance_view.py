@@ -1,0 +1,241 @@
+"""Provenance drawn: the input graph and the fused graph side by side, linked both ways.
+
+Every operator node of the input graph carries ``data-op`` (its binding name) and
+``data-kernels`` (a JSON list of the kernels :func:`~passlab.provenance` says it ended
+in); every kernel node of the fused graph carries ``data-kernel``, ``data-ops`` (JSON list,
+:meth:`Provenance.ops_of`) and ``data-node`` (its graph node id). The rows of the op table
+below carry the same ``data-op``/``data-kernels``. A page highlights the linked elements on
+hover (the Explorer's ``provenance.js``, the report's ``report.js``); without script the
+view still reads as two graphs and a table. Every IR name is escaped.
+
+Examples
+--------
+>>> import passlab
+>>> from passlab.analysis._provenance_view import provenance_view
+>>> view = provenance_view(passlab.build(passlab.models.mlp()).trace)
+>>> view.step.name, view.links()["lv"]
+('FuseTIR', ('fused_matmul_add_relu', ('matmul', 'add', 'relu')))
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from passlab import _render, _tvm
+from passlab._render import esc
+from passlab.analysis.graph import TERMINALS, FusedGraph, fused_graph
+from passlab.analysis.provenance import Provenance, input_module, provenance
+
+__all__ = ["ProvenanceView", "provenance_view", "fused_step", "CSS"]
+
+#: Layout and highlight rules; JupyterLab's theme variables with fallbacks for pages.
+CSS = """
+.passlab-prov-graphs { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }
+.passlab-prov-side { flex: 1 1 340px; min-width: 0; }
+.passlab-prov-head { font-size: 12px; padding: 2px 0 4px; }
+.passlab-prov-box { overflow: auto; max-height: 70vh; border: 1px solid rgba(128,128,128,.3);
+  border-radius: 3px; }
+.passlab-prov-box svg { display: block; max-width: 100%; height: auto; }
+.passlab-prov [data-op], .passlab-prov [data-kernel] { cursor: pointer; }
+.passlab-prov-active g.node:not(.passlab-prov-hl) { opacity: .4; }
+.passlab-prov g.node.passlab-prov-hl polygon, .passlab-prov g.node.passlab-prov-hl path,
+.passlab-prov g.node.passlab-prov-hl ellipse { stroke: #e8590c; stroke-width: 3px; }
+.passlab-prov tr.passlab-prov-hl td { background: rgba(232,89,12,.22); }
+.passlab-prov-table { margin-top: 8px; }
+"""
+
+@dataclass(frozen=True, eq=False)
+class ProvenanceView(_render.Displayable):
+    """The input graph and the fused graph after :attr:`step`, linked by
+    :attr:`provenance` (see :func:`provenance_view`). ``note`` says why the fused graph
+    is not the one after the pass that was asked for, if it is not."""
+
+    provenance: Provenance
+    input_graph: FusedGraph
+    fused_graph: FusedGraph
+    step: Any
+    note: str = ""
+    trace_steps: tuple[Any, ...] = ()
+
+    def links(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Fused-graph node id -> (kernel, the input's operator calls it holds), for every
+        node that runs one. The kernels are those of :attr:`step`: a kernel the pipeline
+        turns into something else later (``reshape`` into ``vm.builtin.reshape``) still
+        holds its operators here."""
+        held: dict[str, list[str]] = {}
+        for op, kernel in self.kernel_at_step().items():
+            held.setdefault(kernel, []).append(op)
+        return {n.id: (n.label, tuple(held[n.label])) for n in self.fused_graph.nodes
+                if n.kind not in TERMINALS and n.label in held}
+
+    def kernel_at_step(self) -> dict[str, str]:
+        """Operator call -> the kernel (or Relax function) that runs it in the module
+        after :attr:`step`, replaying each op's history up to that step."""
+        upto = {s.label for s in self.trace_steps if s.index <= self.step.index}
+        out = {}
+        for o in self.provenance:
+            name = _replay([event for label, event in o.history if label in upto])
+            if name is not None:
+                out[o.op] = name
+        return out
+
+    def _input_attrs(self) -> dict[str, dict[str, str]]:
+        ops = {o.op: o for o in self.provenance}
+        kernels: dict[str, list[str]] = {}
+        for kernel, held in self.links().values():
+            for op in held:
+                if kernel not in kernels.setdefault(op, []):
+                    kernels[op].append(kernel)
+        return {n.id: {"data-op": n.id, "data-kernels": json.dumps(kernels.get(n.id, [])),
+                       "data-fate": ops[n.id].fate}
+                for n in self.input_graph.nodes if n.id in ops}
+
+    def _fused_attrs(self) -> dict[str, dict[str, str]]:
+        return {nid: {"data-kernel": kernel, "data-ops": json.dumps(list(ops)),
+                      "data-node": nid} for nid, (kernel, ops) in self.links().items()}
+
+    def to_text(self) -> str:
+        s = self.step
+        lines = [f"input graph of {self.input_graph.function} ({len(self.provenance)} "
+                 f"operator calls) -> fused graph after #{s.index} {s.label}"]
+        if self.note:
+            lines.append(f"note: {self.note}")
+        lines += [f"  {nid} = {kernel}: {', '.join(ops) or '-'}"
+                  for nid, (kernel, ops) in self.links().items()]
+        return "\n".join(lines) + "\n" + self.provenance.to_text()
+
+    def to_html(self, box_class: str = "") -> str:
+        """Both graphs (SVG with a layout program, else tables), then the op table.
+        ``box_class`` is added to each graph's box (a page's own graph styling)."""
+        s = self.step
+        box = f"passlab-prov-box {box_class}".strip()
+        sides = [
+            ("passlab-prov-input", f"Input: {self.input_graph.function} before the first "
+             f"pass, {len(self.provenance)} operator calls", self.input_graph, "pi",
+             self._input_attrs()),
+            ("passlab-prov-fused", f"Fused graph after #{s.index} {s.label}, "
+             f"{len(self.provenance.kernels)} kernels hold the input's operators",
+             self.fused_graph, "pf", self._fused_attrs()),
+        ]
+        # the graphs' notes go above them, not into the drawing: a wide title would shrink
+        # the nodes of a narrow graph when it is scaled to its column
+        cols = "".join(
+            f'<div class="passlab-prov-side {cls}"><div class="passlab-prov-head"><b>'
+            f"{esc(head)}</b>" + "".join(f'<div class="passlab-note">{esc(n)}</div>'
+                                         for n in g.notes)
+            + f'</div><div class="{esc(box)}">{_graph_html(replace(g, notes=()), prefix, attrs)}'
+            "</div></div>" for cls, head, g, prefix, attrs in sides)
+        note = f'<div class="passlab-note">{esc(self.note)}</div>' if self.note else ""
+        hint = ('<div class="passlab-note">Hover an operator to see the kernels it ended in, '
+                "a kernel to see the operators it holds.</div>")
+        rows = [{"data-op": o.op, "data-kernels": json.dumps(list(o.kernels)),
+                 "data-fate": o.fate} for o in self.provenance]
+        table = _render.html_table(
+            ["op", "operator", "kernels", "fate", "note"], self.provenance._rows(),
+            classes=[o.fate for o in self.provenance], attrs=rows,
+            caption=self.provenance.to_text().split("\n", 1)[0])
+        return (f'<style>{CSS}</style><div class="passlab-prov" data-step="{s.index}">'
+                f'{note}{hint}<div class="passlab-prov-graphs">{cols}</div>'
+                f'<div class="passlab-prov-table">{table}</div></div>')
+
+
+def _replay(events: list[str]) -> str | None:
+    """Where an operator's binding runs after these history events (see
+    :func:`~passlab.provenance`): the kernel it calls, the Relax function it moved into
+    (until FuseTIR makes that a kernel), or None once it is gone."""
+    name: str | None = None
+    inside = False  # moved into a Primitive function: its own calls are not graph nodes
+    for event in events:
+        if event.startswith("moved into "):
+            name, inside = event.removeprefix("moved into "), True
+        elif event.startswith("merged into kernel "):
+            name, inside = event.removeprefix("merged into kernel "), False
+        elif event.startswith("kernel ") and event.endswith(" called directly"):
+            name, inside = event[len("kernel "):-len(" called directly")], False
+        elif event.startswith("calls "):
+            name = name if inside else event.removeprefix("calls ")
+        else:  # folded, removed, or its kernel removed
+            name, inside = None, False
+    return name
+
+
+def _dot_form(name: str) -> str:
+    return "\\n".join(p.replace("\\", "\\\\") for p in name.split("\n"))
+
+
+def _attr_text(attrs: dict[str, str]) -> str:
+    return "".join(f' {k}="{esc(v)}"' for k, v in attrs.items())
+
+
+def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]]) -> str:
+    """The graph as SVG with ``attrs`` on the node groups (ids prefixed, so that two
+    graphs on one page do not share ids), or as a table of its nodes without a layout
+    program."""
+    if _render.layout_program():
+        try:
+            svg = g.to_svg()
+        except (RuntimeError, OSError):
+            svg = ""
+        start = svg.find("<svg")
+        if start >= 0:
+            svg = svg[start:].replace('<g id="', f'<g id="{prefix}-')
+
+            # Graphviz titles a node with its DOT ID as written: backslashes doubled,
+            # newlines as \n (see _graph_render._q); quotes and <>& are XML entities
+            by_title = {**attrs, **{_dot_form(k): v for k, v in attrs.items()}}
+
+            def link(m: re.Match) -> str:
+                extra = by_title.get(html.unescape(m.group(3)))
+                cls = "node" + m.group(2) + (" passlab-prov-linked" if extra else "")
+                return (f'<g id="{m.group(1)}" class="{cls}"{_attr_text(extra or {})}>'
+                        f"<title>{m.group(3)}</title>")
+
+            return re.sub(r'<g id="(' + prefix + r'-node\d+)" class="node([^"]*)">\s*'
+                          r"<title>(.*?)</title>", link, svg, flags=re.DOTALL)
+    nodes = [n for n in g.nodes if n.kind not in ("weight", "constant")]
+    return _render.html_table(["node", "kind", "label", "ops"],
+                              [[n.id, n.kind, n.label, " + ".join(n.ops)] for n in nodes],
+                              classes=[n.kind for n in nodes],
+                              attrs=[attrs.get(n.id, {}) for n in nodes])
+
+
+def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
+    """The step whose fused graph a provenance view draws for ``step``, and a note when
+    it is another one: the step itself once fusion is done, else FuseTIR; a failed or
+    inner step or one without a Relax function (TIR stage) stands back to the last
+    main-chain pass with a Relax function."""
+    trace = getattr(trace, "trace", trace)
+    main = [s for s in trace if s.kind == "pass" and not s.failed and s.after is not None
+            and any(_tvm.is_relax_function(f) for f in _tvm.functions(s.after).values())]
+    if not main:
+        raise ValueError("no pass of this trace produced a Relax module: there is no fused "
+                         "graph to link to")
+    fuse = next((s for s in main if s.name == "FuseTIR"), None)
+    fallback = fuse or main[-1]
+    if step is None:
+        return fallback, ""
+    if fuse is not None and step.index < fuse.index:
+        return fuse, (f"#{step.index} {step.label} runs before fusion: the fused graph is the "
+                      f"one after #{fuse.index} {fuse.label}")
+    if any(s is step for s in main):
+        return step, ""
+    back = [s for s in main if s.index <= step.index] or [fallback]
+    return back[-1], (f"#{step.index} {step.label} has no Relax module of its own to draw "
+                      f"(failed, inner or TIR stage): the fused graph is the one after "
+                      f"#{back[-1].index} {back[-1].label}")
+
+
+def provenance_view(trace: Any, step: Any = None, prov: Provenance | None = None
+                    ) -> ProvenanceView:
+    """The input graph and the fused graph after ``step`` (see :func:`fused_step`),
+    linked by :func:`~passlab.provenance` (``prov``, when already computed)."""
+    trace = getattr(trace, "trace", trace)
+    prov = prov if prov is not None else provenance(trace)
+    after, note = fused_step(trace, step)
+    return ProvenanceView(prov, fused_graph(input_module(trace), prov.function),
+                          fused_graph(after), after, note,
+                          tuple(s for s in trace if s.kind == "pass"))

@@ -1,0 +1,418 @@
+"""Live pipeline editing for the Explorer: pending edits, re-runs, their A/B results.
+
+No Jupyter here. An :class:`EditSession` holds the build being explored, the passes the
+user registered, the edits waiting for "Run" and the :class:`HistoryEntry` of every run.
+A run calls :func:`passlab.research.rerun` on the first full build (a re-run's trace
+covers only the re-run part, so it cannot be resumed from), which reuses the recorded
+prefix up to the first edited position.
+
+The edits themselves (:class:`Edit`, :func:`apply_edit`: by position in
+``list(pipeline)``) live in :mod:`passlab.views._pipeline_edits`.
+
+Examples
+--------
+>>> import passlab
+>>> from passlab.views.explorer_edit import Edit, EditSession
+>>> s = EditSession(passlab.build(passlab.models.mlp()))
+>>> s.add(Edit("disable", s.pipeline.names.index("FoldConstant")))
+>>> s.run().result.max_abs_diff
+0.0
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from passlab import _render, _tvm
+from passlab.errors import BuildError, first_line
+from passlab.pipeline import PassEntry, Pipeline
+from passlab.recording.build import Build, max_abs_diff
+from passlab.research.rerun import Rerun, rerun
+from passlab.views._pipeline_edits import ACTIONS, Edit, apply_edit, known_passes
+
+__all__ = ["ACTIONS", "Edit", "EditSession", "HistoryEntry", "ABResult", "known_passes",
+           "apply_edit", "pane_html"]
+
+
+# ------------------------------------------------------------------------ results
+def _measures(build: Build) -> dict[str, float | None]:
+    """Kernels (PrimFuncs) and liveness peak of the last Relax module, and build time."""
+    relax = [s for s in build.trace if s.kind == "pass" and s.level == "relax"
+             and s.after is not None]
+    module = relax[-1].after if relax else getattr(build, "snapshot", None)
+    kernels = peak = None
+    if module is not None:
+        kernels = sum(1 for f in _tvm.functions(module).values() if _tvm.is_prim_func(f))
+        try:
+            from passlab.analysis.buffers import buffers
+
+            peak = buffers(module).peak_bytes
+        except Exception:  # noqa: BLE001 - a module buffers() cannot analyse: unknown
+            peak = None
+    return {"kernels": kernels, "peak": peak, "build time": build.seconds}
+
+
+def _cell(name: str, value: float | None) -> str:
+    if value is None:
+        return "?"
+    if name == "peak":
+        return _render.human_bytes(int(value))
+    return f"{value:.3f} s" if name == "build time" else str(int(value))
+
+
+@dataclass(frozen=True)
+class ABResult(_render.Displayable):
+    """A run against the build it was edited from (A) and its new build (B), or how it
+    failed: ``error`` (the message), ``failed_step`` and the ``reproducer`` script."""
+
+    a: str
+    b: str
+    measures: tuple[tuple[str, float | None, float | None], ...] = ()
+    max_abs_diff: float | None = None
+    max_abs_diff_original: float | None = None
+    note: str = ""
+    error: str = ""
+    failed_step: str = ""
+    reproducer: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def _rows(self) -> list[list[str]]:
+        rows = [["outputs: max abs diff vs A", "", "", _num(self.max_abs_diff)]]
+        if self.max_abs_diff_original is not None:
+            rows.append(["outputs: max abs diff vs the original", "", "",
+                         _num(self.max_abs_diff_original)])
+        for name, a, b in self.measures:
+            change = "" if a is None or b is None else (
+                f"{b - a:+.3f} s" if name == "build time" else
+                (_render.human_bytes(int(b - a)) if name == "peak" else f"{int(b - a):+d}"))
+            if name == "peak" and change and not change.startswith("-"):
+                change = "+" + change
+            label = {"kernels": "number of kernels", "peak": "liveness peak",
+                     "build time": "build time (B: the re-run part)" if self.note
+                     else "build time"}.get(name, name)
+            rows.append([label, _cell(name, a), _cell(name, b), change])
+        return rows
+
+    def to_text(self) -> str:
+        head = f"A: {self.a}\nB: {self.b}"
+        if not self.ok:
+            return (f"{head}\nfailed at {self.failed_step}: {self.error}"
+                    + (f"\n\nreproducer:\n{self.reproducer}" if self.reproducer else ""))
+        table = _render.text_table(["", "A", "B", "B - A"], self._rows())
+        return f"{head}\n{table}" + (f"\n{self.note}" if self.note else "")
+
+    def to_html(self) -> str:
+        head = (f'<div class="plx-ab-head">A: {html.escape(self.a)}<br>'
+                f"B: {html.escape(self.b)}</div>")
+        if not self.ok:
+            repro = (f"<details open><summary>Reproducer (runs the failing pass alone)"
+                     f"</summary><pre>{html.escape(self.reproducer)}</pre></details>"
+                     if self.reproducer else "")
+            return (f'<div class="plx-ab plx-ab-failed">{head}<div class="plx-warn">'
+                    f"The edited build failed at {html.escape(self.failed_step)}: "
+                    f"{html.escape(self.error)}. The previous run is kept.</div>{repro}</div>")
+        rows = self._rows()
+        table = _render.html_table(["", "A", "B", "B - A"], rows, [""] * len(rows),
+                                   caption="A/B: the edited run against the build it was "
+                                           "edited from")
+        note = f'<div class="plx-note">{html.escape(self.note)}</div>' if self.note else ""
+        return f'<div class="plx-ab">{head}{table}{note}</div>'
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
+
+
+@dataclass(frozen=True)
+class HistoryEntry(_render.Displayable):
+    """One run of the session: its ``pipeline``, ``build`` (None when it failed) and the
+    A/B ``result`` (None for the recorded build the session started from)."""
+
+    pipeline: Pipeline
+    build: Build | None = field(repr=False)
+    result: ABResult | None = None
+    label: str = ""
+    error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    def __iter__(self):  # (pipeline, build, result), as the history promises
+        return iter((self.pipeline, self.build, self.result))
+
+    def to_text(self) -> str:
+        return self.label + ("" if self.result is None else "\n" + self.result.to_text())
+
+    def to_html(self) -> str:
+        return (f"<div><b>{html.escape(self.label)}</b></div>"
+                + ("" if self.result is None else self.result.to_html()))
+
+
+# ------------------------------------------------------------------------ session
+class EditSession:
+    """The editing state of one Explorer (mutable: it is the widget's model).
+
+    Parameters
+    ----------
+    build
+        The recorded build to edit (a :class:`~passlab.Build`; a Rerun is edited from
+        the full build it came from).
+    """
+
+    def __init__(self, build: Build):
+        if not isinstance(build, Build):
+            raise TypeError(f"editing needs a passlab.Build (from passlab.build), not "
+                            f"{type(build).__name__}")
+        base = build
+        while isinstance(base, Rerun) and base.original is not None:
+            base = base.original
+        self.base = base
+        self.registered: dict[str, Callable] = {}
+        self.pending: tuple[Edit, ...] = ()
+        self.history: tuple[HistoryEntry, ...] = (
+            HistoryEntry(build.pipeline, build, None, "#0 the recorded build"),)
+        self.shown = 0
+        #: why the last edit from the front end was refused ("" when it was not)
+        self.message = ""
+
+    # -- what the user edits
+    @property
+    def current(self) -> HistoryEntry:
+        """The entry shown in the Explorer, the one new edits start from."""
+        return self.history[self.shown]
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The shown entry's pipeline with the pending edits applied."""
+        pipe = self.current.pipeline
+        for e in self.pending:
+            pipe = apply_edit(pipe, e, self.registered)
+        return pipe
+
+    def register(self, fn: Callable, name: str | None = None) -> str:
+        """Offer ``fn`` (IRModule -> IRModule) to the insert control; returns its name."""
+        if not callable(fn) or _tvm.is_pass(fn):
+            raise TypeError("register_pass() takes a function IRModule -> IRModule, not "
+                            f"{type(fn).__name__}; insert TVM passes by name")
+        n = name or getattr(fn, "__name__", "") or type(fn).__name__
+        self.registered[n if n != "<lambda>" else "user_lambda"] = fn
+        return n
+
+    def add(self, edit: Edit) -> None:
+        """Queue ``edit`` after checking it applies (else raise, queue unchanged)."""
+        apply_edit(self.pipeline, edit, self.registered)
+        self.pending = self.pending + (edit,)
+
+    def set_pending(self, edits: list[Any]) -> tuple[Edit, ...]:
+        """Replace the pending edits by ``edits`` (dicts from the front end, or Edits),
+        keeping those that apply up to the first bad one; :attr:`message` says why that
+        one was refused. Returns the edits kept."""
+        self.pending, self.message = (), ""
+        for d in edits:
+            try:
+                self.add(d if isinstance(d, Edit) else Edit.from_dict(d))
+            except (ValueError, IndexError, TypeError, KeyError) as exc:
+                self.message = f"edit refused: {exc}"
+                break
+        return self.pending
+
+    def to_html(self) -> str:
+        """The Edit pane (:func:`pane_html`)."""
+        return pane_html(self)
+
+    def show(self, index: int) -> HistoryEntry:
+        """Show history entry ``index`` (a run that built); pending edits are dropped."""
+        if not 0 <= index < len(self.history) or self.history[index].build is None:
+            ok = [str(i) for i, h in enumerate(self.history) if h.build is not None]
+            raise IndexError(f"no build to show at history entry {index}; entries with a "
+                             f"build: {', '.join(ok)}")
+        self.shown, self.pending = index, ()
+        return self.history[index]
+
+    # -- running
+    def run(self, pipeline: Pipeline | None = None) -> HistoryEntry:
+        """Re-run with ``pipeline`` (default :attr:`pipeline`) from the first edit; the
+        entry is added to the history and shown when it built."""
+        new = self.pipeline if pipeline is None else pipeline
+        if not isinstance(new, Pipeline):
+            raise TypeError(f"edit() takes a passlab.Pipeline, not {type(new).__name__}")
+        prev = self.current
+        n = len(self.history)
+        self.message = ""
+        label = f"#{n} {_describe(prev.pipeline, new)}"
+        a = prev.label
+        try:
+            built = rerun(self.base, new)
+        except BuildError as exc:
+            step = exc.step
+            where = f"#{step.index} {step.label}" if step is not None else "code generation"
+            cause = exc.original or exc
+            entry = HistoryEntry(new, None, ABResult(
+                a, label, error=f"{type(cause).__name__}: {first_line(cause)}", failed_step=where,
+                reproducer=_reproducer_text(exc)), label + " (failed)", exc)
+            self.history += (entry,)
+            self.pending = ()
+            return entry
+        entry = HistoryEntry(new, built, _ab(prev, built, label, self.base), label)
+        self.history += (entry,)
+        self.shown, self.pending = n, ()
+        return entry
+
+
+def _describe(old: Pipeline, new: Pipeline) -> str:
+    """What changed, e.g. "FoldConstant disabled, peek inserted after FuseOps"."""
+    was: dict[tuple[str, str], list[PassEntry]] = {}
+    for e in old:
+        was.setdefault((e.name, e.origin), []).append(e)
+    out = []
+    for e in new:
+        same = was.get((e.name, e.origin))
+        before = same.pop(0) if same else None
+        if before is None:
+            out.append(f"{e.name} {e.note or 'added'}")
+        elif before.enabled != e.enabled:
+            out.append(f"{e.name} {'enabled' if e.enabled else 'disabled'}")
+    out += [f"{name} removed" for (name, _), left in was.items() for _ in left]
+    if not out and old.names != new.names:
+        out.append("passes moved")
+    return ", ".join(out[:4]) + (f" and {len(out) - 4} more" if len(out) > 4 else "") \
+        or "same pipeline"
+
+
+def _reproducer_text(exc: BuildError) -> str:
+    try:
+        from passlab.io.reproducer import reproducer
+
+        return reproducer(exc).text
+    except Exception as why:  # noqa: BLE001 - the failure itself still shows
+        return f"# no reproducer: {first_line(why)}"
+
+
+def _ab(prev: HistoryEntry, new: Build, label: str, original: Build) -> ABResult:
+    a_build = prev.build
+    assert a_build is not None  # only entries that built are shown
+    ma, mb = _measures(a_build), _measures(new)
+    out_a, out_b = a_build.run(), new.run()
+    diff_orig = None if a_build is original else max_abs_diff(original.run(), out_b)
+    return ABResult(prev.label, label, tuple((k, ma[k], mb[k]) for k in ma),
+                    max_abs_diff(out_a, out_b), diff_orig,
+                    new.note if isinstance(new, Rerun) else "")
+
+
+# ---------------------------------------------------------------------- the pane
+def _button(text: str, title: str, **data: Any) -> str:
+    attrs = "".join(f' data-{k}="{html.escape(str(v))}"' for k, v in data.items())
+    return (f'<button type="button" class="plx-edit-btn"{attrs} title="{html.escape(title)}">'
+            f"{html.escape(text)}</button>")
+
+
+def pane_html(session: EditSession) -> str:
+    """The Edit pane: pending edits and Run, the last result, the pipeline with a control
+    per pass, the insert bar and the history. Every name is escaped; the buttons carry
+    ``data-edit``/``data-pos``/``data-show`` for the front end (edit.js)."""
+    try:
+        pipe = session.pipeline
+    except Exception as exc:  # noqa: BLE001 - e.g. a registered pass renamed since
+        session.pending = ()
+        session.message = f"the pending edits no longer apply ({first_line(exc)}): cleared"
+        pipe = session.pipeline
+    parts = [_pending_html(session, pipe)]
+    if session.message:
+        parts.append(f'<div class="plx-warn plx-edit-message">{html.escape(session.message)}</div>')
+    last = session.history[-1]
+    if last.result is not None:
+        parts.append(last.result.to_html())
+    parts += [_insert_html(session, pipe), _pipeline_html(session, pipe),
+              _history_html(session)]
+    return '<div class="plx-edit">' + "".join(parts) + "</div>"
+
+
+def _pending_html(session: EditSession, pipe: Pipeline) -> str:
+    shown = session.current.label
+    items, at = [], session.current.pipeline
+    for e in session.pending:
+        items.append(f"<li>{html.escape(e.to_text(at))}</li>")
+        at = apply_edit(at, e, session.registered)
+    run = ('<button type="button" class="plx-edit-run" data-edit="run"'
+           + ("" if session.pending else " disabled") + ">Run</button>")
+    if not items:
+        body = ('<div class="plx-note">No pending edits: use the buttons of a pass below, '
+                "or insert one, then Run.</div>")
+    else:
+        body = (f'<ol class="plx-edit-pending">{"".join(items)}</ol>'
+                + _button("undo last", "drop the last pending edit", edit="undo")
+                + _button("clear", "drop every pending edit", edit="clear"))
+    return (f'<div class="plx-edit-top"><div class="plx-edit-title">Editing from '
+            f"{html.escape(shown)}: {len(session.pending)} pending edit"
+            f"{'s' if len(session.pending) != 1 else ''} {run}</div>{body}</div>")
+
+
+def _insert_html(session: EditSession, pipe: Pipeline) -> str:
+    opts = []
+    if session.registered:
+        opts.append('<optgroup label="registered">' + "".join(
+            f'<option value="{html.escape(n)}">{html.escape(n)}</option>'
+            for n in session.registered) + "</optgroup>")
+    opts.append('<optgroup label="TVM">' + "".join(
+        f'<option value="{html.escape(n)}">{html.escape(n)}</option>'
+        for n in known_passes() if n not in session.registered) + "</optgroup>")
+    anchors = "".join(f'<option value="{i}">#{i} {html.escape(e.name)}</option>'
+                      for i, e in enumerate(pipe))
+    return ('<div class="plx-edit-insert"><b>Insert</b> '
+            '<input type="search" class="plx-edit-filter" placeholder="filter passes" '
+            'aria-label="filter passes"> '
+            f'<select class="plx-edit-pass" aria-label="pass to insert">{"".join(opts)}</select> '
+            '<select class="plx-edit-where" aria-label="before or after">'
+            '<option value="after">after</option><option value="before">before</option>'
+            '</select> '
+            f'<select class="plx-edit-anchor" aria-label="where">{anchors}</select> '
+            '<button type="button" class="plx-edit-btn" data-edit="insert">insert</button>'
+            "</div>")
+
+
+def _pipeline_html(session: EditSession, pipe: Pipeline) -> str:
+    known = {id(e) for e in session.current.pipeline}
+    out, pos, relax = [], 0, len(pipe.stages)
+    for si, stage in enumerate(pipe.all_stages):
+        rows = []
+        for e in stage.passes:
+            cls = ["plx-edit-row"] + (["off"] if not e.enabled else []) + \
+                (["user"] if e.origin == "user" else []) + \
+                (["pending"] if id(e) not in known else [])
+            toggle = (_button("disable", "do not run this pass", edit="disable", pos=pos)
+                      if e.enabled else _button("enable", "run this pass", edit="enable", pos=pos))
+            rows.append(
+                f'<div class="{" ".join(cls)}" data-pos="{pos}"><span class="plx-i">#{pos}</span>'
+                f'<span class="plx-edit-name">{html.escape(e.name)}</span>'
+                f'<span class="plx-edit-note">{html.escape(e.note)}</span>'
+                f'<span class="plx-edit-tools">{toggle}'
+                + _button("\u2191", "move up", edit="up", pos=pos)
+                + _button("\u2193", "move down", edit="down", pos=pos)
+                + _button("\u2715", "remove", edit="remove", pos=pos)
+                + _button("+", "insert the chosen pass after this one", edit="anchor", pos=pos)
+                + "</span></div>")
+            pos += 1
+        kind = "Relax" if si < relax else "TIR"
+        head = f"{html.escape(stage.name)} <small>({kind}, {len(stage.passes)} passes)</small>"
+        body = "".join(rows) or '<div class="plx-note">(empty)</div>'
+        opened = " open" if si < relax or any("pending" in r or " user" in r for r in rows) else ""
+        out.append(f'<details class="plx-edit-stage"{opened}><summary>{head}</summary>'
+                   f"{body}</details>")
+    return f'<div class="plx-edit-pipeline">{"".join(out)}</div>'
+
+
+def _history_html(session: EditSession) -> str:
+    rows = []
+    for i, h in enumerate(session.history):
+        if h.build is None:
+            state = "failed"
+        elif i == session.shown:
+            state = "shown"
+        else:
+            state = _button("show", "show this run's trace in the Explorer", show=i)
+        rows.append(f"<tr><td>{html.escape(h.label)}</td><td>{state}</td></tr>")
+    return ('<table class="plx-edit-history"><caption>Runs (explorer.history)</caption>'
+            f'{"".join(rows)}</table>')

@@ -1,0 +1,234 @@
+"""The Explorer's fused-graph pane, the Python half: the graph of a step marked against
+the previous main-chain step (new, rewritten and removed kernels), an optional bytes
+overlay with its legend, and what a click on a kernel links to (its diff in this step,
+the passes that created and rewrote it, its buffers). No Jupyter here.
+
+Every name from IR is escaped here (``html.escape``) or by the renderers called.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from passlab import _render, _tvm
+from passlab.analysis import _graph_render
+from passlab.recording.trace import Step, Trace
+
+__all__ = ["PARAMS", "previous_step", "changes", "pane_html", "kernel_name", "kernel_links"]
+
+#: The graph pane's parameter modes (``fused_graph(params=...)``).
+PARAMS = ("collapse", "show", "hide")
+_DATA = _graph_render.TERMINALS
+
+
+def _has_relax(module: Any) -> bool:
+    return module is not None and any(_tvm.is_relax_function(f)
+                                      for f in _tvm.functions(module).values())
+
+
+def previous_step(trace: Trace, step: Step) -> Step | None:
+    """The main-chain pass before ``step`` whose output has a Relax function (the graph
+    that ``step``'s graph is marked against), or None."""
+    for s in reversed([s for s in trace if s.index < step.index]):
+        if s.kind == "pass" and not s.failed and _has_relax(s.after):
+            return s
+    return None
+
+
+def _signature(g: Any, n: Any) -> tuple:
+    ins = tuple((e.shape, e.dtype) for e in g.inputs_of(n.id))
+    outs = tuple(dict.fromkeys((e.shape, e.dtype) for e in g.outputs_of(n.id)))
+    return n.kind, n.label, n.ops, ins, outs
+
+
+def changes(before: Any, after: Any, rewritten: frozenset[str] = frozenset()
+            ) -> tuple[dict[str, str], list[str]]:
+    """Marks of graph ``after`` against graph ``before``: ``({node id: "new" or
+    "rewritten"}, [removed nodes as "id (label)"])``.
+
+    A call is matched by node id, else by kernel name (a variable renamed by a pass, as
+    FuseTIR turns ``lv1`` into ``gv``). A matched call is rewritten when its kind, kernel,
+    ops or tensor shapes differ, or its kernel's name is in ``rewritten`` (the functions
+    the step modified). Data nodes (inputs, weights, output) are never marked.
+    """
+    old = {n.id: n for n in before.nodes if n.kind not in _DATA}
+    new_ids = {n.id for n in after.nodes}
+    by_label: dict[str, list[Any]] = {}
+    for n in old.values():
+        if n.id not in new_ids:
+            by_label.setdefault(n.label, []).append(n)
+    marks: dict[str, str] = {}
+    matched: set[str] = set()
+    for n in after.nodes:
+        if n.kind in _DATA:
+            continue
+        p = old.get(n.id)
+        if p is None and by_label.get(n.label):
+            p = by_label[n.label].pop(0)
+        if p is None:
+            marks[n.id] = "new"
+            continue
+        matched.add(p.id)
+        if _signature(before, p) != _signature(after, n) or n.label in rewritten:
+            marks[n.id] = "rewritten"
+    removed = [f"{n.id} ({n.label})" if n.label != n.id else n.id
+               for n in old.values() if n.id not in matched]
+    return marks, removed
+
+
+def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
+              removed: tuple[str, ...] | list[str] = (), against: Step | None = None) -> str:
+    """The graph pane: a head (title, notes, change legend, removed kernels, overlay
+    legend), the node labels for the front end's links (``data-nodes``: id -> kernel
+    name) and the SVG, or the plain table without a layout program."""
+    marks = dict(marks or {})
+    nodes, _, notes = _graph_render.shown(g)
+    head = [f'<div class="plx-graph-title"><b>fused graph of {_render.esc(g.function)}</b>: '
+            f"{len(g.nodes)} nodes, {len(g.edges)} edges</div>"]
+    head += [f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes]
+    if against is not None:
+        counts = {k: sum(v == k for v in marks.values()) for k in ("new", "rewritten")}
+        parts = [f'<span class="plx-mark plx-mark-{k}">{k}</span> {c}' for k, c in counts.items()]
+        parts.append(f'<span class="plx-mark plx-mark-removed">removed</span> {len(removed)}'
+                     + (": " + ", ".join(_render.esc(r) for r in removed) if removed else ""))
+        head.append(f'<div class="plx-graph-marks">Against #{against.index} '
+                    f"{_render.esc(against.label)}: {'; '.join(parts)}</div>")
+    ov = _graph_render.overlay(g, overlay_by)
+    if ov is not None:
+        head.append(_legend(ov))
+    meta = json.dumps({n.id: n.label for n in nodes})
+    body = f'<div class="plx-graph-meta" hidden data-nodes="{html.escape(meta)}"></div>'
+    if _render.layout_program():
+        try:
+            svg = _graph_render.to_svg(g, overlay_by=overlay_by, marks=marks, title=False)
+            return (f'<div class="plx-graph-head">{"".join(head)}</div>{body}'
+                    f'<div class="passlab-graph">{svg}</div>')
+        except (RuntimeError, OSError):
+            pass  # the table below
+    return body + _graph_render.to_html(g)
+
+
+def _legend(ov: _graph_render.Overlay) -> str:
+    if ov.lo is None or ov.hi is None:
+        return '<div class="plx-graph-legend">colour by bytes: no size is known here</div>'
+    edge = ", ".join(_graph_render.EDGE_RAMP)
+    fill = ", ".join(_graph_render.FILL_RAMP)
+    return ('<div class="plx-graph-legend">colour by bytes (log scale): '
+            f'<span class="plx-legend-min">{_render.human_bytes(ov.lo)}</span>'
+            f'<span class="plx-ramp" title="edges: tensor bytes" '
+            f'style="background: linear-gradient(to right, {edge})"></span>'
+            f'<span class="plx-legend-max">{_render.human_bytes(ov.hi)}</span> edges (tensor), '
+            f'<span class="plx-ramp" title="kernels: bytes in + out" '
+            f'style="background: linear-gradient(to right, {fill})"></span> kernels '
+            "(bytes in + out); grey: symbolic size</div>")
+
+
+def kernel_name(module: Any, node: Any) -> str | None:
+    """The global function a node calls (its label, else its id), or None."""
+    funcs = _tvm.functions(module)
+    return next((n for n in dict.fromkeys((node.label, node.id)) if n in funcs), None)
+
+
+def kernel_links(trace: Trace, step: Step, node: Any) -> str:
+    """What a clicked call links to, as escaped HTML: the diff of its kernel in ``step``
+    (when the step changed it), the main-chain passes that created and rewrote the
+    kernel (links that select them: ``data-step``), and the buffers it reads and writes."""
+    if node.kind in _DATA:
+        return ""
+    module = step.before if step.failed else step.after
+    name = kernel_name(module, node)
+    out = []
+    if name is not None:
+        out.append(_history(trace, step, name))
+        out.append(_origins(trace, name))
+        if not step.failed and name in step.functions_changed.names:
+            out.append(_function_diff(step, name))
+    out.append(_buffers(module, node, name))
+    return "".join(out)
+
+
+def _step_link(s: Step) -> str:
+    return (f'<a class="plx-step-link" href="#" data-step="{s.index}">'
+            f"#{s.index} {_render.esc(s.label)}</a>")
+
+
+def _history(trace: Trace, step: Step, name: str) -> str:
+    from passlab.research.blame import blame
+
+    try:
+        b = blame(step, name, trace=trace, kind="function")
+    except Exception as exc:  # noqa: BLE001 - the rest of the panel still shows
+        return _render.error_panel(exc, f"the history of {name}")
+    parts = []
+    if b.in_input:
+        parts.append("in the input model")
+    for action, steps in (("created by", b.created_by), ("rewritten by", b.rewritten_by),
+                          ("removed by", b.removed_by)):
+        if steps:
+            parts.append(f"{action} " + ", ".join(_step_link(s) for s in steps))
+    text = "; ".join(parts) or "no main-chain pass changed it"
+    return (f'<div class="plx-kernel-history"><b>{_render.esc(name)}</b>: {text} '
+            f"(up to #{step.index})</div>")
+
+
+def _origins(trace: Trace, name: str) -> str:
+    """The operator calls of the input that kernel ``name`` holds (provenance), with the
+    source model's node names where the importer kept them; "" when none is known."""
+    from passlab.analysis.provenance import provenance
+
+    try:
+        prov = provenance(trace)
+        ops = prov.ops_of(name) if name in prov.kernels else ()
+    except Exception:  # noqa: BLE001 - no provenance here (e.g. a trace without Relax input)
+        return ""
+    if not ops:
+        return ""
+    shown = ", ".join(f"{_render.esc(op)} ({_render.esc(prov[op].operator)})" for op in ops[:12])
+    more = f" and {len(ops) - 12} more" if len(ops) > 12 else ""
+    sources = prov.sources_of(name)
+    src = (f'<div class="plx-kernel-sources">from the model\'s nodes: '
+           f"{_render.esc(', '.join(sources[:8]))}{' ...' if len(sources) > 8 else ''}</div>"
+           if sources else "")
+    return (f'<div class="plx-kernel-ops">holds {len(ops)} operator call'
+            f"{'s' if len(ops) != 1 else ''} of the input: {shown}{more} "
+            f"(see the Provenance tab)</div>{src}")
+
+
+def _function_diff(step: Step, name: str) -> str:
+    from passlab.analysis.diff import diff
+
+    try:
+        d = diff(step, function=name)
+    except Exception as exc:  # noqa: BLE001
+        return _render.error_panel(exc, f"the diff of {name}")
+    if not len(d):
+        return ""
+    return (f'<details class="plx-kernel-diff" open><summary>changed by #{step.index} '
+            f"{_render.esc(step.label)}</summary>{d[0].to_html('unified')}</details>")
+
+
+def _buffers(module: Any, node: Any, name: str | None) -> str:
+    from passlab.analysis.buffers import buffers
+
+    try:
+        report = buffers(module)
+    except Exception as exc:  # noqa: BLE001
+        return _render.error_panel(exc, "the buffers")
+    me = {node.label, node.id} | ({name} if name else set())
+    rows, roles = [], []
+    for t in report.tensors:
+        role = "writes" if t.producer in me else "reads" if me & set(t.consumers) else None
+        if role is None:
+            continue
+        size = _render.human_bytes(t.bytes) if t.bytes is not None else f"{t.size} B"
+        live = "" if t.last_use is None else f"{t.defined}..{t.last_use}"
+        rows.append([role, t.name, t.kind, t.shape_text, t.dtype, size, live])
+        roles.append(role)
+    if not rows:
+        return '<div class="plx-note">No intermediate tensor of this call in the buffers.</div>'
+    return ('<div class="plx-kernel-buffers">' + _render.html_table(
+        ["", "tensor", "kind", "shape", "dtype", "bytes", "live (bindings)"], rows, roles,
+        caption="Buffers") + "</div>")

@@ -1,0 +1,63 @@
+"""The Explorer's Edit tab in a real browser: disable a pass, Run, see the A/B table.
+Takes docs/screenshots/explorer-edit.png.
+
+Same machinery as tests/test_browser.py (JupyterLab on 127.0.0.1, Debian's Chromium
+driven by Playwright); skipped, with the reason, when either is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+_NB = [
+    "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
+    "ex = passlab.Explorer(build, tab='edit')",
+    "ex",
+]
+
+
+@pytest.fixture(scope="module")
+def expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
+    return expect
+
+
+def test_disable_a_pass_run_and_see_the_ab_table(tmp_path, expect):
+    path = write_notebook(tmp_path / "edit.ipynb", _NB)
+    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
+        page.goto(lab.url(f"lab/tree/{path.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        pane = widget.locator(".plx-pane-edit")
+        expect(pane.locator(".plx-edit-run")).to_be_disabled()  # nothing pending yet
+        row = pane.locator(".plx-edit-row", has=page.locator(
+            ".plx-edit-name", has_text=re.compile(r"^FoldConstant$")))
+        row.locator("[data-edit=disable]").click()
+        # the pending list says what Run will change; the row is marked
+        expect(pane.locator(".plx-edit-pending li")).to_have_text(["disable #4 FoldConstant"])
+        expect(row).to_have_class(re.compile(r"\boff\b.*\bpending\b"))
+        pane.locator(".plx-edit-run").click()
+        table = pane.locator(".plx-ab table")
+        expect(table.locator("td").first).to_have_text("outputs: max abs diff vs A")
+        expect(table.locator("tr", has_text="number of kernels").locator("td")).to_have_text(
+            ["number of kernels", "4", "4", "+0"])
+        # the Explorer now shows the new trace, and the history offers the way back
+        expect(widget.locator(".plx-summary")).to_have_text(re.compile(
+            r"^#1 FoldConstant disabled: Trace of"))
+        expect(pane.locator(".plx-edit-history button[data-show='0']")).to_be_visible()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(SHOTS / "explorer-edit.png"))
+        assert page.errors == []

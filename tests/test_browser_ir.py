@@ -1,0 +1,128 @@
+"""The Explorer's IR reading aids in a real browser: the search in a step's IR (count,
+next/previous across highlighted token spans), the function list, and the links from a
+Relax binding and a buffer row to the graph. Takes docs/screenshots/explorer-ir-search.png.
+
+Same machinery as tests/test_browser.py (JupyterLab on 127.0.0.1, Debian's Chromium
+driven by Playwright); skipped, with the reason, when either is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+from test_explorer_ir import _Page
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+_NB = [
+    "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
+    "fuse = build.trace.find('FuseOps')",
+    "ex = passlab.Explorer(build, selected=fuse.index)\nex",
+    "print('focus:', ex.focus)",
+]
+
+# which <mark> is current: its position among the marks (-1: none)
+_CURRENT = """() => {
+    const marks = [...document.querySelectorAll('.plx-pane-diff mark.plx-hit')];
+    return marks.findIndex((m) => m.classList.contains('plx-hit-current')); }"""
+
+
+@pytest.fixture(scope="module")
+def expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
+    return expect
+
+
+def test_ir_search_function_list_and_links(tmp_path, expect):
+    import passlab
+    from passlab.views.explorer_panes import PaneRenderer
+
+    trace = passlab.build(passlab.models.mlp()).trace
+    fuse = trace.find("FuseOps").index
+    cells = _Page(PaneRenderer(trace).pane("diff", fuse)).cells
+    total = sum(c.lower().count("r.call_tir") for c in cells)
+    assert total > 3
+
+    path = write_notebook(tmp_path / "ir.ipynb", _NB)
+    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
+        page.goto(lab.url(f"lab/tree/{path.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        pane = widget.locator(".plx-pane-diff")
+        expect(pane).to_contain_text("FuseOps: ")
+
+        # search: every match marked (across token spans), the first one current
+        box = pane.locator(".plx-ir-search")
+        count = pane.locator(".plx-ir-count")
+        box.fill("R.call_tir")
+        expect(count).to_have_text(f"1 of {total}")
+        expect(pane.locator("mark.plx-hit")).to_have_count(total)
+        expect(pane.locator("mark.plx-hit-current")).to_have_count(1)
+        expect(pane.locator("mark.plx-hit-current")).to_have_text("R.call_tir")
+        assert page.evaluate(_CURRENT) == 0
+        box.press("Enter")
+        expect(count).to_have_text(f"2 of {total}")
+        assert page.evaluate(_CURRENT) == 1
+        pane.locator(".plx-ir-next").click()
+        expect(count).to_have_text(f"3 of {total}")
+        box.press("Shift+Enter")
+        expect(count).to_have_text(f"2 of {total}")
+        pane.locator(".plx-ir-prev").click()
+        pane.locator(".plx-ir-prev").click()
+        expect(count).to_have_text(f"{total} of {total}")  # wraps around
+        # keys in the box stay there: JupyterLab did not leave the cell or insert one
+        box.press("b")
+        expect(count).to_have_text("no match")
+        box.press("Backspace")
+        expect(count).to_have_text(f"1 of {total}")
+        expect(page.locator(".jp-NotebookPanel .jp-Cell")).to_have_count(3)
+        # the text of the code is unchanged by the marks
+        assert page.evaluate("""() => [...document.querySelectorAll(
+            '.plx-pane-diff td.pl-code')].map((c) => c.textContent)""") == cells
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(SHOTS / "explorer-ir-search.png"))
+
+        # the function list: entry first, then kernels; a folded function opens
+        jump = pane.locator(".plx-ir-jump")
+        options = jump.locator("option").all_text_contents()
+        assert options[0] == "functions (3)" and options[1].startswith("~ forward (relax, modified")
+        target = pane.locator('details[data-fn="fused_matmul_add_relu"]')
+        target.locator("summary").click()
+        expect(target).not_to_have_attribute("open", "")
+        jump.select_option("fused_matmul_add_relu")
+        expect(target).to_have_attribute("open", "")
+        assert page.evaluate("""() => {
+            const p = document.querySelector('.plx-pane-diff').getBoundingClientRect();
+            const d = document.querySelector('.plx-pane-diff details[data-fn="fused_matmul_add_relu"]')
+                .getBoundingClientRect();
+            return d.top >= p.top && d.top < p.bottom; }""")
+
+        # a binding in the Relax diff -> the graph, with the variable in focus
+        link = pane.locator('tr.pl-add .pl-var[data-var="lv1"]')
+        link.click()
+        expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
+        last = page.locator(".jp-NotebookPanel .jp-Cell").nth(2)
+
+        def focus_in_kernel(text):
+            last.locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Control+Enter")
+            expect(last.locator(".jp-OutputArea-output")).to_have_text(f"focus: {text}")
+
+        focus_in_kernel("['lv1']")
+        # a buffer row -> the graph, with the tensor's producer and consumers in focus
+        widget.locator(".plx-tab[data-tab=buffers]").click()
+        row = widget.locator('.plx-pane-buffers tr.plx-linked[data-tensor="lv"]'
+                             '[data-function="forward"]')
+        row.locator("td").first.click()
+        expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
+        focus_in_kernel("['fused_matmul_add_relu', 'fused_matmul1_add1']")
+        assert page.errors == []

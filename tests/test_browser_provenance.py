@@ -1,0 +1,88 @@
+"""Provenance hover highlighting in a real browser: the static report (a file, no server)
+and the Explorer's provenance pane in JupyterLab. Takes docs/screenshots/provenance.png
+(the Explorer pane) and provenance-report.png.
+
+Same machinery as tests/test_browser.py (Debian's Chromium driven by Playwright; JupyterLab
+on 127.0.0.1); skipped, with the reason, when either is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+_NB = [
+    "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
+    "fuse = build.trace.find('FuseTIR')",
+    "ex = passlab.Explorer(build, selected=fuse.index, tab='provenance')\nex",
+]
+
+
+@pytest.fixture(scope="module")
+def expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
+    return expect
+
+
+def _hover_links(page, root, expect) -> None:
+    """Hover the input's relu: its kernel lights up; hover that kernel: its ops do."""
+    relu = root.locator('.passlab-prov-input g.node[data-op="relu"]')
+    kernel = root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]')
+    other = root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul1_add1"]')
+    relu.hover()
+    expect(kernel).to_have_class("node passlab-prov-linked passlab-prov-hl")
+    expect(other).not_to_have_class("node passlab-prov-linked passlab-prov-hl")
+    expect(root.locator("tr.passlab-prov-hl")).to_have_count(1)  # relu's row in the table
+    kernel.hover()
+    expect(root.locator(".passlab-prov-input g.node.passlab-prov-hl")).to_have_count(3)
+    expect(root.locator("tr.passlab-prov-hl")).to_have_count(3)  # matmul, add, relu
+
+
+def test_hover_links_ops_and_kernels_in_the_report_and_the_explorer(tmp_path, expect):
+    import passlab
+
+    trace = passlab.build(passlab.models.mlp()).trace
+    report = trace.to_html(tmp_path / "report.html")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with chromium(tmp_path / "profile") as page:
+        page.goto(Path(report).resolve().as_uri())
+        page.locator("#snap-provenance > summary").click()
+        root = page.locator("#snap-provenance .passlab-prov")
+        _hover_links(page, root, expect)
+        section = page.locator("#pl-provenance")
+        section.scroll_into_view_if_needed()  # before hovering: a scroll moves the mouse off
+        root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
+        section.screenshot(path=str(SHOTS / "provenance-report.png"))
+        # a click on the kernel opens its generated code
+        root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
+        expect(page.locator("#code-fused_matmul_add_relu")).to_have_attribute("open", "")
+        assert page.errors == []
+
+    path = write_notebook(tmp_path / "provenance.ipynb", _NB)
+    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile2") as page:
+        page.goto(lab.url(f"lab/tree/{path.name}"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        run_all(page, expect)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        root = widget.locator(".plx-pane-provenance .passlab-prov")
+        expect(root.locator(".passlab-prov-fused svg")).to_be_visible()
+        _hover_links(page, root, expect)
+        widget.scroll_into_view_if_needed()
+        root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
+        widget.screenshot(path=str(SHOTS / "provenance.png"))
+        # a click on a kernel opens the fused-graph pane, focused on its calls
+        root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
+        expect(widget.locator(".plx-tab[data-tab=graph]")).to_have_class("plx-tab active")
+        expect(widget.locator(".plx-pane-graph svg")).to_be_visible()
+        expect(widget.locator(".plx-pane-graph g.node.plx-focus")).to_have_count(1)
+        expect(widget.locator(".plx-pane-graph g.node.plx-focus title")).to_have_text("lv")
+        assert page.errors == []

@@ -1,0 +1,177 @@
+"""Live editing in the Explorer: the Python API, the traits the front end sends, errors.
+
+``set_state`` is how ipywidgets applies a message from the browser, so the front-end
+path is tested through it (as tests/test_explorer.py does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
+
+import passlab  # noqa: E402
+from passlab.research.rerun import Rerun  # noqa: E402
+from passlab.views.explorer import Explorer  # noqa: E402
+from passlab.views.explorer_edit import Edit, EditSession, apply_edit, known_passes  # noqa: E402
+
+
+def peek(mod):
+    return mod
+
+
+def boom(mod):
+    raise ValueError("boom <b>")
+
+
+@pytest.fixture(scope="module")
+def positions(mlp_build):
+    names = mlp_build.pipeline.names
+    return {"FoldConstant": names.index("FoldConstant"), "FuseOps": names.index("FuseOps")}
+
+
+def labels(ex):
+    return [r["label"] for r in ex.steps]
+
+
+def check_edited_run(ex, mlp_build, r):
+    """The run of "FoldConstant disabled, peek after FuseOps" on mlp."""
+    pipe = mlp_build.pipeline.disable("FoldConstant").insert(peek, after="FuseOps")
+    full = passlab.build(passlab.models.mlp(), pipe)
+    assert passlab.max_abs_diff(full.run(), r.run()) <= 1e-5
+    assert (r.resumed_pass, r.reused) == ("FuseOps", 4)  # resumed at the first edit
+    assert len(ex.history) == 2
+    assert ex.history[0].build is mlp_build and ex.history[0].result is None
+    assert ex.history[1].build is r and ex.history[1].label == (
+        "#1 FoldConstant disabled, peek inserted after FuseOps")
+    # the Explorer now shows the new trace
+    assert ex.trace is r.trace and "peek" in labels(ex) and "FoldConstant" not in labels(ex)
+    assert ex.summary.startswith("#1 FoldConstant disabled, peek inserted after FuseOps: Trace")
+    assert ex.edit_shown == 1 and ex.edit_pending == []
+    result = ex.history[1].result
+    assert result.ok and result.max_abs_diff == 0.0
+    assert dict((m, (a, b)) for m, a, b in result.measures)["kernels"] == (4, 4)
+
+
+def test_edit_from_python(mlp_build, positions):
+    ex = Explorer(mlp_build)
+    assert ex.register_pass(peek) == "peek"
+    pipe, build, result = ex.history[0]  # entries unpack as (pipeline, build, result)
+    assert build is mlp_build and result is None
+    r = ex.edit(pipe.disable("FoldConstant").insert(peek, after="FuseOps"))
+    assert isinstance(r, Rerun)
+    check_edited_run(ex, mlp_build, r)
+    entry = ex.history[1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.label = "x"  # type: ignore[misc]
+    text = entry.to_text()
+    assert "A: #0 the recorded build" in text
+    assert "outputs: max abs diff vs A" in text and "number of kernels" in text
+    peak = next(line for line in text.splitlines() if line.startswith("liveness peak"))
+    assert peak.split() == ["liveness", "peak", "2.6", "KiB", "2.6", "KiB", "+0", "B"]
+    assert "resumed at step #9 (before FoldConstant) with pass FuseOps" in text
+    assert "<caption>A/B: the edited run against the build it was edited from</caption>" \
+        in entry.to_html()
+
+
+def test_edit_through_the_front_end_traits(mlp_build, positions):
+    ex = Explorer(mlp_build, tab="edit")
+    ex.register_pass(peek)
+    assert 'data-edit="disable" data-pos="4"' in ex.edit_html
+    assert '<option value="peek">peek</option>' in ex.edit_html
+    ex.set_state({"edit_pending": [{"action": "disable", "position": positions["FoldConstant"]}]})
+    ex.set_state({"edit_pending": ex.edit_pending + [
+        {"action": "insert", "position": positions["FuseOps"], "name": "peek", "where": "after"}]})
+    assert ex.edit_pending == [
+        {"action": "disable", "position": 4, "name": "", "where": "after"},
+        {"action": "insert", "position": 5, "name": "peek", "where": "after"}]
+    # the pending list says what will change before Run
+    assert "<li>disable #4 FoldConstant</li><li>insert peek after #5 FuseOps</li>" in ex.edit_html
+    assert "2 pending edits" in ex.edit_html and len(ex.history) == 1
+    ex.set_state({"edit_run": ex.edit_run + 1})
+    check_edited_run(ex, mlp_build, ex.history[1].build)
+    assert "outputs: max abs diff vs A" in ex.edit_html and "0 pending edits" in ex.edit_html
+    # the way back: show the recorded build again, then the edited run
+    ex.set_state({"edit_shown": 0})
+    assert ex.trace is mlp_build.trace and len(ex.steps) == len(mlp_build.trace)
+    assert ex.summary == mlp_build.trace.summary().split("\n")[0]
+    ex.set_state({"edit_shown": 1})
+    assert "peek" in labels(ex)
+
+
+def test_a_failing_pass_shows_its_step_and_reproducer(mlp_build, positions):
+    ex = Explorer(mlp_build, tab="edit")
+    ex.register_pass(boom)
+    before = ex.trace
+    ex.set_state({"edit_pending": [
+        {"action": "insert", "position": positions["FuseOps"], "name": "boom"}]})
+    ex.set_state({"edit_run": 1})
+    failed = ex.history[1]
+    assert failed.build is None and not failed.result.ok
+    assert failed.result.failed_step == "#3 boom"
+    assert "The edited build failed at #3 boom: ValueError: boom &lt;b&gt;. The previous run " \
+           "is kept." in ex.edit_html
+    assert "Reproducer (runs the failing pass alone)" in ex.edit_html
+    assert "def boom(mod):" in failed.result.reproducer
+    assert ex.trace is before and ex.edit_shown == 0  # nothing recorded was lost
+    assert "<td>#1 boom inserted after FuseOps (failed)</td><td>failed</td>" in ex.edit_html
+    # from Python the BuildError is raised (a ValueError too, as the pass raised)
+    with pytest.raises(passlab.BuildError) as info:
+        ex.edit(mlp_build.pipeline.insert(boom, after="FuseOps"))
+    assert isinstance(info.value, ValueError) and len(ex.history) == 3
+    assert ex.trace is before
+
+
+def test_bad_input_says_what_would_be_right(mlp_build, positions):
+    ex = Explorer(mlp_build, tab="edit")
+    ex.set_state({"edit_pending": [
+        {"action": "insert", "position": 5, "name": "FoldConstnt"}]})
+    assert ex.edit_pending == []
+    assert ("edit refused: unknown pass to insert &#x27;FoldConstnt&#x27;; did you mean "
+            "&#x27;FoldConstant&#x27;?") in ex.edit_html
+    ex.set_state({"edit_pending": [{"action": "disable", "position": 4},
+                                   {"action": "remove", "position": 999}]})
+    assert ex.edit_pending == [{"action": "disable", "position": 4, "name": "", "where": "after"}]
+    n = len(mlp_build.pipeline)
+    assert (f"edit refused: no pass at position 999: this pipeline has {n} passes, positions "
+            f"0..{n - 1}") in ex.edit_html
+    ex.set_state({"edit_shown": 5})
+    assert ex.edit_shown == 0
+    assert "no build to show at history entry 5; entries with a build: 0" in ex.edit_html
+    with pytest.raises(TypeError, match="register_pass.. takes a function"):
+        ex.register_pass(42)
+    with pytest.raises(TypeError, match="edit.. takes a passlab.Pipeline, not str"):
+        ex.edit("FoldConstant")
+
+    traced = Explorer(mlp_build.trace, tab="edit")
+    assert traced.history == ()
+    assert "open passlab.Explorer(passlab.build(model)) to edit" in traced.edit_html
+    with pytest.raises(TypeError, match=r"edit\(\) needs the build, and this Explorer was "
+                                        r"opened on a trace it cannot re-run"):
+        traced.edit(mlp_build.pipeline)
+
+
+def test_edits_by_position(mlp_build):
+    pipe = mlp_build.pipeline
+    s = EditSession(mlp_build)
+    first_finalize = pipe.names.index(pipe.stage("finalize").passes[0].name)
+    # moving the first pass of a stage up puts it at the end of the stage before
+    moved = apply_edit(pipe, Edit("up", first_finalize))
+    assert moved.stage("dataflow_lower").passes[-1].name == pipe[first_finalize].name
+    assert moved.stage("dataflow_lower").passes[-1].note == "moved"
+    assert apply_edit(moved, Edit("down", first_finalize)).names == pipe.names
+    with pytest.raises(ValueError, match="first pass of its Relax stages: it cannot move up"):
+        apply_edit(pipe, Edit("up", 0))
+    with pytest.raises(ValueError, match="Relax stages: it cannot move down"):
+        apply_edit(pipe, Edit("down", len(pipe.relax_passes) - 1))
+    assert apply_edit(pipe, Edit("remove", 4)).names == pipe.names[:4] + pipe.names[5:]
+    assert not apply_edit(pipe, Edit("disable", 4))[4].enabled
+    # a TVM pass by the name TVM records for it
+    vec = apply_edit(pipe, Edit("insert", 5, "tirx.VectorizeLoop", "before"))
+    assert vec[5].name == "tirx.VectorizeLoop" and vec[5].note == "inserted before FuseOps"
+    assert {"FoldConstant", "tirx.VectorizeLoop", "s_tir.LoopPartition"} <= set(known_passes())
+    assert "BindParams" not in known_passes()  # needs arguments
+    assert Edit("up", 4).to_text(pipe) == "move up #4 FoldConstant"
+    assert s.pipeline.names == pipe.names and s.to_html().startswith('<div class="plx-edit">')

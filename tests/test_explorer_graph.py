@@ -1,0 +1,156 @@
+"""The Explorer's fused-graph pane on real models: parameter modes, change marks against
+the previous pass, the bytes overlay, kernel links (diff, blame, buffers), the picked
+kernel kept across steps, and zoomable plain notebook outputs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
+
+from passlab.analysis.graph import fused_graph  # noqa: E402
+from passlab.views import explorer_graph  # noqa: E402
+from passlab.views.explorer import Explorer  # noqa: E402
+from passlab.views.explorer_panes import PaneRenderer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trace(mlp_build):
+    return mlp_build.trace
+
+
+@pytest.fixture()
+def ex(trace):
+    return Explorer(trace, tab="graph", selected=trace.find("FuseTIR").index)
+
+
+def titles(page: str) -> list[str]:
+    """Node ids of the SVG, in drawing order."""
+    return re.findall(r'<g id="node\d+" class="node[^"]*">\s*<title>([^<]*)</title>', page)
+
+
+def classes(page: str) -> dict[str, str]:
+    return {t: c for c, t in re.findall(
+        r'<g id="node\d+" class="node ?([^"]*)">\s*<title>([^<]*)</title>', page)}
+
+
+def test_params_modes_re_render_the_graph(ex):
+    assert titles(ex.graph_html) == ["x", "lv", "gv", "output"]
+    assert "4 parameters and 2 calls that only transform parameters folded" in ex.graph_html
+    ex.graph_params = "show"
+    assert titles(ex.graph_html) == ["x", "lv", "fc1.weight", "permute_dims", "fc1.bias", "gv",
+                                     "fc2.weight", "permute_dims1", "fc2.bias", "output"]
+    ex.graph_params = "hide"
+    assert titles(ex.graph_html) == ["x", "lv", "gv", "output"]
+    assert "folded into their consumers" not in ex.graph_html
+    ex.tab = "diff"
+    ex.graph_params = "show"  # not on the graph tab: stale, redrawn when it opens
+    assert ex.graph_html == ""
+    ex.tab = "graph"
+    assert "permute_dims1" in titles(ex.graph_html)
+
+
+def test_change_marks_against_the_previous_pass(ex, trace):
+    ex.selected = trace.find("FuseOps").index
+    page = ex.graph_html
+    assert classes(page) == {"x": "", "lv": "plx-new", "lv1": "plx-new", "output": ""}
+    assert ("Against #9 FoldConstant: " in page and "</span> 2; " in page
+            and "removed</span> 5: matmul, add, relu, matmul1, add1</div>" in page)
+    # FuseTIR renames lv1 to gv (matched by kernel name) and rewrites both kernels as TIR
+    ex.selected = trace.find("FuseTIR").index
+    assert classes(ex.graph_html) == {"x": "", "lv": "plx-rewritten", "gv": "plx-rewritten",
+                                      "output": ""}
+    assert "removed</span> 0</div>" in ex.graph_html
+    ex.selected = trace.find("RewriteDataflowReshape").index  # changed nothing
+    assert set(classes(ex.graph_html).values()) == {""}
+    # LegalizeOps turns each operator into a kernel call of the same id
+    ex.selected = trace.find("LegalizeOps").index
+    assert classes(ex.graph_html)["matmul"] == "plx-rewritten"
+
+
+def test_changes_matches_renamed_calls(trace):
+    before = fused_graph(trace.find("FuseOps"))
+    after = fused_graph(trace.find("FuseTIR"))
+    assert explorer_graph.changes(before, after) == ({}, [])
+    assert explorer_graph.changes(after, before) == ({}, [])
+    legal = fused_graph(trace.find("FoldConstant"))
+    marks, removed = explorer_graph.changes(legal, before)
+    assert marks == {"lv": "new", "lv1": "new"}
+    assert removed == ["matmul", "add", "relu", "matmul1", "add1"]
+
+
+def test_bytes_overlay_colours_edges_and_kernels(ex):
+    ex.graph_overlay = "bytes"
+    page = ex.graph_html
+    # three tensors (128 B .. 512 B) and lv's 2.9 KiB in+out (x, both fc1 params, lv)
+    assert page.count('class="edge plx-ov"') == 3
+    assert re.search(r'<span class="plx-legend-min">128 B</span>.*'
+                     r'<span class="plx-legend-max">2.9 KiB</span>', page)
+    assert 'stroke="#e8590c"' not in page  # the largest is a kernel, not an edge
+    assert 'fill="#ffc9c9"' in page  # lv, the largest: the ramp's end
+    assert 'stroke="#1c7ed6"' in page  # gv's 128 B output: the ramp's start
+    ex.graph_overlay = "none"
+    assert "plx-ov" not in ex.graph_html and "plx-graph-legend" not in ex.graph_html
+
+
+def test_kernel_links_diff_blame_buffers(ex, trace):
+    ex.node = "lv"
+    links = ex.kernel_html
+    assert ('created by <a class="plx-step-link" href="#" data-step="10">#10 FuseOps</a>; '
+            'rewritten by <a class="plx-step-link" href="#" data-step="11">#11 FuseTIR</a>'
+            in links)
+    assert '<details class="plx-kernel-diff" open><summary>changed by #11 FuseTIR' in links
+    # provenance: the operator calls of the input it holds
+    assert ("holds 3 operator calls of the input: matmul (matmul), add (add), relu (nn.relu)"
+            in links)
+    assert "+@T.prim_func" in re.sub(r"<[^>]+>", "", links).replace("\n", "")
+    rows = re.findall(r'<tr class="(reads|writes)"><td>[^<]*</td><td>([^<]*)</td>'
+                      r'(?:<td[^>]*>[^<]*</td>){3}<td[^>]*>([^<]*)</td>', links)
+    assert rows == [("reads", "permute_dims", "2.0\u00a0KiB".replace("\u00a0", " ")),
+                    ("writes", "lv", "512 B")] or [r[:2] for r in rows] == [
+        ("reads", "permute_dims"), ("writes", "lv")]
+    # a step that did not change the kernel: history, no diff
+    ex.selected = trace.find("RewriteDataflowReshape").index
+    assert ex.node == "lv"  # kept: the new graph has a node lv
+    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #22 RewriteDataflowReshape)"
+    assert "plx-kernel-diff" not in ex.kernel_html and "created by" in ex.kernel_html
+    ex.node = "x"
+    assert ex.kernel_html == ""
+
+
+def test_picked_kernel_survives_steps_and_modes(ex, trace):
+    ex.node = "gv"
+    ex.selected = trace.find("ToNonDataflow").index
+    assert (ex.node, ex.kernel_title) == (
+        "gv", "TIR of fused_matmul1_add1 (after #23 ToNonDataflow)")
+    ex.graph_params = "show"
+    assert ex.node == "gv"
+    ex.selected = trace.find("FuseOps").index  # no gv there (it is lv1): cleared
+    assert (ex.node, ex.kernel_title, ex.kernel_html) == ("", "", "")
+
+
+def test_resnet_fuse_tir_graph_has_no_weights(resnet_build):
+    panes = PaneRenderer(resnet_build.trace)
+    step = resnet_build.trace.find("FuseTIR")
+    g = panes.graph(step.index)
+    assert {n.kind for n in g.nodes} <= {"input", "kernel", "fused", "output"}
+    assert not any("weight" in n.id for n in g.nodes)
+    page = panes.pane("graph", step.index)
+    assert len(titles(page)) == len(g.nodes) == 42
+    shown = panes.graph(step.index, "show")
+    assert sum(n.kind == "weight" for n in shown.nodes) > 20
+
+
+def test_plain_output_zooms_without_javascript(trace):
+    page = fused_graph(trace.find("FuseTIR")).to_html()
+    assert "<script" not in page
+    key = re.search(r'<div class="passlab-zoom (passlab-z[0-9a-f]{10})">', page).group(1)
+    radios = re.findall(rf'<input type="radio" name="{key}" id="{key}-(\w+)"', page)
+    assert radios == ["fit", "50", "100", "200"]
+    assert f'id="{key}-fit" class="passlab-z-fit" checked>' in page
+    w, h = map(float, re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', page).groups())
+    assert f"width: {2 * w:.1f}pt; height: {2 * h:.1f}pt;" in page
+    assert '<div class="passlab-zoom-box"><svg' in page
+    assert fused_graph(trace.find("FuseTIR")).to_html() != page  # a new group per output

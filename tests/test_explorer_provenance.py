@@ -1,0 +1,154 @@
+"""The provenance views: the input graph beside the fused graph, linked op <-> kernel by
+data-* attributes, in the Explorer's pane and in the static report."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+
+import pytest
+
+import passlab
+from passlab.analysis._provenance_view import fused_step, provenance_view
+from passlab.views import _embed
+from passlab.views.explorer_panes import PaneRenderer
+from passlab.views.report import render_report
+
+tvm = pytest.importorskip("tvm")
+from tvm import relax  # noqa: E402
+
+_NEEDS_DOT = pytest.mark.skipif(shutil.which("dot") is None,
+                                reason="Graphviz 'dot' is not installed")
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return passlab.build(passlab.models.mlp()).trace
+
+
+def _tags(markup: str, attr: str) -> list[dict[str, str]]:
+    """The attributes of every element that has ``attr``, unescaped."""
+    out = []
+    for tag in re.findall(r"<(?:g|tr) [^>]*" + attr + r'="[^>]*>', markup):
+        out.append({k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', tag)})
+    return out
+
+
+@_NEEDS_DOT
+def test_pane_after_fusetir_links_every_kernel_node_to_its_ops(trace):
+    prov = passlab.provenance(trace)
+    fuse = trace.find("FuseTIR")
+    pane = PaneRenderer(trace).pane("provenance", fuse.index)
+    assert pane.count("<svg") == 2
+    assert 'class="passlab-prov-side passlab-prov-input"' in pane
+    assert f"Fused graph after #{fuse.index} FuseTIR" in pane
+    kernels = [t for t in _tags(pane, "data-kernel") if t.get("class", "").startswith("node")]
+    fused = passlab.fused_graph(fuse)
+    calls = [n for n in fused.nodes if n.kind not in ("input", "output", "weight", "constant")]
+    assert [(t["data-node"], t["data-kernel"]) for t in kernels] == [
+        (n.id, n.label) for n in calls] == [("lv", "fused_matmul_add_relu"),
+                                            ("gv", "fused_matmul1_add1")]
+    for t in kernels:
+        assert tuple(json.loads(t["data-ops"])) == prov.ops_of(t["data-kernel"])
+    # the input graph's operators (weight transposes folded away) link to their kernels
+    ops = {t["data-op"]: json.loads(t["data-kernels"]) for t in _tags(pane, "data-op")
+           if t.get("class", "").startswith("node")}
+    assert ops == {o: list(prov.kernels_of(o)) for o in
+                   ("matmul", "add", "relu", "matmul1", "add1")}
+    # the op table below: one row per operator call, with the same links
+    rows = [t for t in _tags(pane, "data-op") if "class" in t and t["class"] == "kernel"]
+    assert [r["data-op"] for r in rows] == [o.op for o in prov]
+    assert json.loads(rows[0]["data-kernels"]) == ["transpose"]
+
+
+def test_a_pass_before_fusion_shows_the_graph_after_fusetir(trace):
+    fuse = trace.find("FuseTIR")
+    early = trace.find("LegalizeOps")
+    assert fused_step(trace, early) == (
+        fuse, f"#{early.index} LegalizeOps runs before fusion: the fused graph is the one "
+              f"after #{fuse.index} FuseTIR")
+    panes = PaneRenderer(trace)
+    pane = panes.pane("provenance", early.index)
+    assert "runs before fusion" in pane
+    assert pane.endswith(panes.pane("provenance", fuse.index))
+    # the TIR stage has no Relax module: the last Relax pass stands in
+    last = list(trace)[-1]
+    step, note = fused_step(trace, last)
+    assert step.level == "relax" and step.index < last.index and "no Relax module" in note
+
+
+def test_kernels_are_those_of_the_step_drawn():
+    # reshape is a TIR kernel after FuseTIR and a runtime builtin only later: the graph
+    # after FuseTIR still links it
+    t = passlab.build(passlab.models.resnet()).trace
+    prov = passlab.provenance(t)
+    assert prov.kernels_of("reshape") == ("vm.builtin.reshape",)
+    view = provenance_view(t, prov=prov)
+    links = view.links()
+    assert links["reshape"] == ("reshape", ("reshape",))
+    fused = [n for n in view.fused_graph.nodes if n.kind not in ("input", "output")]
+    assert set(links) == {n.id for n in fused}
+    for kernel, ops in links.values():
+        if kernel != "reshape":
+            assert ops == prov.ops_of(kernel)
+    assert view.to_text().splitlines()[0] == (
+        f"input graph of forward (70 operator calls) -> fused graph after "
+        f"#{view.step.index} FuseTIR")
+
+
+def _hostile_trace():
+    x = relax.Var('x"<b>&\\', relax.TensorType((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(x, x), name_hint="y</td><script>alert(1)</script>")
+            out = bb.emit_output(relax.op.nn.relu(y), name_hint='o"ut\nnext')
+        bb.emit_func_output(out)
+    return passlab.build(bb.get()).trace
+
+
+@pytest.mark.parametrize("layout", [True, False], ids=["svg", "table"])
+def test_hostile_names_are_escaped_and_still_linked(layout, monkeypatch):
+    t = _hostile_trace()
+    if not layout:
+        monkeypatch.setattr(shutil, "which", lambda name, path=None: None)
+    elif shutil.which("dot") is None:
+        pytest.skip("Graphviz 'dot' is not installed")
+    pane = PaneRenderer(t).pane("provenance", t.find("FuseTIR").index)
+    assert "<script>" not in pane and "y&lt;/td&gt;&lt;script&gt;" in pane
+    kernel = _tags(pane, "data-kernel")
+    assert [json.loads(k["data-ops"]) for k in kernel] == [
+        ["y</td><script>alert(1)</script>", 'o"ut\nnext']]
+    ops = {t["data-op"] for t in _tags(pane, "data-op") if "passlab-prov" in t.get("class", "")
+           or t.get("class") in ("op", "node passlab-prov-linked")}
+    assert {"y</td><script>alert(1)</script>", 'o"ut\nnext'} <= ops
+
+
+def test_report_has_the_provenance_section(trace):
+    page = render_report(trace)
+    assert '<a href="#snap-provenance">Provenance</a>' in page
+    section = page[page.index('<section id="pl-provenance">'):]
+    assert section.startswith('<section id="pl-provenance"><h2>Provenance</h2>')
+    assert "7 operator calls of forward \u2192 4 kernels" in section
+    m = re.search(r'<script type="application/json" id="pl-prov-block"'
+                  r'( data-encoding="([^"]+)")?>(.*?)</script>', page, re.DOTALL)
+    assert m is not None
+    markup = _embed.decode_block(m.group(3), m.group(2))
+    assert 'data-kernel="fused_matmul_add_relu"' in markup
+    assert 'class="passlab-prov-box pl-svg"' in markup
+    assert page.count('id="pl-prov-block"') == 1  # drawn once
+    assert "passlab-prov-hl" in page  # report.js highlights on hover
+    # each kernel's generated code names the input's operators it holds
+    assert ('<summary>fused_matmul_add_relu <span class="pl-note">holds the input\u2019s '
+            "matmul, add, relu</span></summary>") in page
+
+
+def test_explorer_registers_the_pane_and_renders_it(trace):
+    from passlab.views.explorer import Explorer
+
+    ex = Explorer(trace, tab="provenance", selected=trace.find("FuseTIR").index)
+    assert 'class="passlab-prov"' in ex.provenance_html
+    assert "PANES.provenance = provenancePane;" in Explorer._esm
+    assert ".plx-pane-provenance" in Explorer._css

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
+#: Where the browser tests save their screenshots (the README shows them).
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -144,6 +146,23 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
                                  "language": "python"}
     nbformat.write(nb, path)
     return path
+
+
+def marks() -> list:
+    """The ``pytestmark`` of every browser test module: browser and slow, skipped with the
+    reason when Chromium or a Python package is missing."""
+    import pytest
+
+    why = missing()
+    return [pytest.mark.browser, pytest.mark.slow,
+            pytest.mark.skipif(why is not None, reason=str(why))]
+
+
+def open_notebook(page, lab: Lab, name: str, expect) -> None:
+    """Open notebook ``name`` of ``lab`` in ``page`` and run all its cells."""
+    page.goto(lab.url(f"lab/tree/{name}"))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    run_all(page, expect)
 
 
 def run_all(page, expect) -> None:

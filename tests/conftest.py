@@ -15,3 +15,13 @@ def mlp_build() -> passlab.Build:
 @pytest.fixture(scope="session")
 def resnet_build() -> passlab.Build:
     return passlab.build(passlab.models.resnet())
+
+
+@pytest.fixture(scope="session")
+def expect():
+    """Playwright's ``expect`` for the browser tests, waiting up to 60 s (the 5 s default
+    is too short on 2 shared cores)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    return expect

@@ -12,22 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+pytestmark = marks()
 
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "notebooks" / "01-tour.ipynb"
-SHOTS = REPO / "docs" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
-    return expect
 
 
 _ACTIVE_CELL = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell'))
@@ -43,9 +33,7 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
     timings = {}
     with jupyter_lab(tmp_path, [TOUR]) as lab, chromium(tmp_path / "profile") as page:
         start = time.perf_counter()
-        page.goto(lab.url(f"lab/tree/{TOUR.name}"))
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        run_all(page, expect)
+        open_notebook(page, lab, TOUR.name, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         expect(widget).to_have_count(1)
         diff = widget.locator(".plx-pane-diff")
@@ -167,9 +155,7 @@ def test_buffers_pane_shows_the_liveness_picture(tmp_path, expect):
     the symbolic sequence length; screenshots in the light and the dark theme."""
     path = write_notebook(tmp_path / "buffers.ipynb", _BUFFERS_NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        page.goto(lab.url(f"lab/tree/{path.name}"))
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        run_all(page, expect)
+        open_notebook(page, lab, path.name, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         pane = widget.locator(".plx-pane-buffers")
         svg = pane.locator("svg.passlab-bufplot")

@@ -11,15 +11,12 @@ driven by Playwright); skipped, with the reason, when either is missing.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+pytestmark = marks()
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 _NB = [
     "import passlab\nfrom passlab.analysis.graph import fused_graph\n\n"
@@ -53,20 +50,10 @@ _DEBUG = """(view) => { const s = view.querySelector('svg');
         s.width.baseVal.value, s.height.baseVal.value, view.clientWidth, view.clientHeight]); }"""
 
 
-@pytest.fixture(scope="module")
-def expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
-    return expect
-
-
 def test_graph_keeps_zoom_and_kernel_across_steps(tmp_path, expect):
     path = write_notebook(tmp_path / "graph.ipynb", _NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        page.goto(lab.url(f"lab/tree/{path.name}"))
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        run_all(page, expect)
+        open_notebook(page, lab, path.name, expect)
         widget = page.locator(".jp-OutputArea-output .plx").first
         view = widget.locator(".plx-graph-view")
         svg = view.locator("svg")

@@ -8,16 +8,11 @@ driven by Playwright); skipped, with the reason, when either is missing.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
 from test_explorer_ir import _Page
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+pytestmark = marks()
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 _NB = [
     "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
@@ -32,14 +27,6 @@ _CURRENT = """() => {
     return marks.findIndex((m) => m.classList.contains('plx-hit-current')); }"""
 
 
-@pytest.fixture(scope="module")
-def expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
-    return expect
-
-
 def test_ir_search_function_list_and_links(tmp_path, expect):
     import passlab
     from passlab.views.explorer_panes import PaneRenderer
@@ -52,9 +39,7 @@ def test_ir_search_function_list_and_links(tmp_path, expect):
 
     path = write_notebook(tmp_path / "ir.ipynb", _NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        page.goto(lab.url(f"lab/tree/{path.name}"))
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        run_all(page, expect)
+        open_notebook(page, lab, path.name, expect)
         widget = page.locator(".jp-OutputArea-output .plx")
         pane = widget.locator(".plx-pane-diff")
         expect(pane).to_contain_text("FuseOps: ")

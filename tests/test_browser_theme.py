@@ -23,13 +23,10 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-from browser_helpers import chromium, jupyter_lab, missing, run_all, write_notebook
+from browser_helpers import SHOTS, chromium, jupyter_lab, marks, run_all, write_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+pytestmark = marks()
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 _NB = [
     "import passlab\n\nbuild = passlab.build(passlab.models.mlp())",
@@ -401,9 +398,3 @@ def test_dark_theme_narrow_width_and_keys(tmp_path, expect):
     assert not any(low.values()), f"text under 4.5:1: {low}"
 
 
-@pytest.fixture(scope="module")
-def expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)  # the 5 s default is too short on 2 cores
-    return expect

@@ -4,6 +4,7 @@ kernel kept across steps, and zoomable plain notebook outputs."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -102,6 +103,9 @@ def test_kernel_links_diff_blame_buffers(ex, trace):
             'rewritten by <a class="plx-step-link" href="#" data-step="11">#11 FuseTIR</a>'
             in links)
     assert '<details class="plx-kernel-diff" open><summary>changed by #11 FuseTIR' in links
+    # the kernel's TIR, highlighted: the same text inside tok-* spans
+    assert 'class="tok-' in ex.kernel_text_html
+    assert html.unescape(re.sub(r"<[^>]+>", "", ex.kernel_text_html)) == ex.kernel_text
     # provenance: the operator calls of the input it holds
     assert ("holds 3 operator calls of the input: matmul (matmul), add (add), relu (nn.relu)"
             in links)

@@ -13,6 +13,7 @@ import pathlib
 from typing import Any
 
 from passlab.analysis._highlight import CSS as TOKEN_CSS
+from passlab.analysis._highlight import block_html
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_panes as panes
 
@@ -138,6 +139,8 @@ else:
         node = t.Unicode("", help="id of the graph node clicked in the front end").tag(sync=True)
         kernel_title = t.Unicode(help="what kernel_text shows").tag(sync=True)
         kernel_text = t.Unicode(help="TVMScript of the clicked node's kernel").tag(sync=True)
+        kernel_text_html = t.Unicode(help="kernel_text highlighted (escaped HTML with "
+                                     "tok-* classes)").tag(sync=True)
         code_title = t.Unicode(help="what code_text shows").tag(sync=True)
         code_text = t.Unicode(help="the code the target generated for the clicked node's "
                               "kernel (the trace's codegen step)").tag(sync=True)
@@ -282,7 +285,7 @@ else:
                     self.failure = trace.failure.to_text() if trace.failure is not None else ""
                     for tab in panes.TABS:
                         setattr(self, f"{tab}_html", "")
-                    self.node = self.kernel_title = self.kernel_text = ""
+                    self.node = self.kernel_title = self.kernel_text = self.kernel_text_html = ""
                     self.code_title = self.code_text = ""
                     self.visible = self._visible()
                     self.edit_shown = index
@@ -351,6 +354,7 @@ else:
                 return
             self.node = ""
             self.kernel_title = self.kernel_text = self.kernel_html = ""
+            self.kernel_text_html = ""
             self.code_title = self.code_text = ""
 
         @t.observe("graph_params", "graph_overlay")
@@ -399,6 +403,7 @@ else:
                 links = error_panel(exc, f"the links of {node!r}")
             with self.hold_sync():
                 self.kernel_title, self.kernel_text = title, text
+                self.kernel_text_html = block_html(text) if text else ""
                 self.code_title, self.code_text = code_title, code_text
                 self.kernel_html = links
 

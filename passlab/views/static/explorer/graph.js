@@ -454,7 +454,9 @@ function graphPane(ctx, pane) {
 
   const renderKernel = () => {
     kernelTitle.textContent = model.get("kernel_title");
-    kernelText.textContent = model.get("kernel_text");
+    // highlighted TVMScript (escaped by passlab), the plain text where there is none
+    if (model.get("kernel_text_html")) kernelText.innerHTML = model.get("kernel_text_html");
+    else kernelText.textContent = model.get("kernel_text");
     kernelLinks.innerHTML = model.get("kernel_html");  // escaped by passlab
     kernel.style.display = model.get("kernel_title") ? "" : "none";
     codeTitle.textContent = model.get("code_title");
@@ -476,7 +478,7 @@ function graphPane(ctx, pane) {
   on("change:node", markPicked);
   on("change:focus", () => markFocus(true));
   for (const name of ["selected", "graph_params", "graph_overlay"]) on(`change:${name}`, ask);
-  for (const name of ["kernel_title", "kernel_text", "kernel_html", "code_text"]) {
+  for (const name of ["kernel_title", "kernel_text", "kernel_text_html", "kernel_html", "code_text"]) {
     on(`change:${name}`, renderKernel);
   }
   ctx.onCleanup(() => { if (pz) pz.cleanup(); if (mini) mini.cleanup(); });

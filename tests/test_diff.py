@@ -358,6 +358,19 @@ def test_printing_is_lazy_and_cached(mlp):
     assert _printing.cache_info() == {"size": 1, "maxsize": 4096, "hits": 1, "misses": 1}
 
 
+def test_prefetch_prints_what_a_view_shows_in_threads_and_the_same_text(mlp):
+    d = diff(mlp.mod, mlp.legal)
+    jobs = d.print_jobs(3)
+    assert len(jobs) == sum((fd.before is not None) + (fd.after is not None) for fd in d[:3])
+    _printing.clear_cache()
+    assert _printing.prefetch(jobs) == len(jobs) >= 2  # several: the thread pool prints
+    assert _printing.prefetch(jobs) == 0  # all cached now
+    prefetched = [_printing.function_text(f, name) for f, name in jobs]
+    assert _printing.cache_info()["misses"] == len(jobs)  # the prefetch's own look-ups
+    _printing.clear_cache()
+    assert [_printing.function_text(f, name) for f, name in jobs] == prefetched
+
+
 def test_long_diffs_are_cut_with_a_note(mlp):
     fd = diff(mlp.mod, mlp.legal)["matmul"]
     text = fd.to_text(max_lines=4)

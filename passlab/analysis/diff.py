@@ -252,6 +252,13 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         return shown, (f"shown {len(shown)} of {len(self.functions)} changed functions; not "
                        f"printed: {names}{more}. to_html(max_functions=None) shows all.")
 
+    def print_jobs(self, max_functions: int | None = None) -> tuple[tuple[Any, str], ...]:
+        """The ``(function, name)`` pairs that ``to_text``/``to_html`` with this
+        ``max_functions`` print: for :func:`passlab._tvm.printing.prefetch`."""
+        shown, _ = self._split(max_functions)
+        return tuple(job for fd in shown for job in (
+            (fd.before, fd.old_name or fd.name), (fd.after, fd.name)) if job[0] is not None)
+
     def _counts(self, shown: Sequence[FunctionDiff]) -> tuple[int, int, str]:
         added = sum(fd.lines_added for fd in shown)
         removed = sum(fd.lines_removed for fd in shown)

@@ -424,8 +424,10 @@ class PaneRenderer:
 def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> str:
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
     end sends ``diff_all`` when it is clicked); function blocks get ids ``anchors-...``."""
+    from passlab._tvm import printing
     from passlab.analysis.diff import FIRST_VIEW
 
+    printing.prefetch(d.print_jobs(None if all_functions else FIRST_VIEW))
     if all_functions or len(d) <= FIRST_VIEW:
         return d.to_html(mode, anchors=anchors)
     button = (f'<button type="button" class="plx-show-all">show all {len(d)} changed '

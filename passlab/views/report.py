@@ -21,6 +21,7 @@ from typing import Any
 from passlab import _tvm
 from passlab._render import CSS as TABLE_CSS
 from passlab._render import esc
+from passlab._tvm import printing
 from passlab.analysis.diff import diff
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
@@ -328,10 +329,22 @@ def _diff_blocks(trace: Trace, max_functions: int | None) -> dict[int, str]:
     steps = [s for s in trace if s.kind == "pass" and not s.failed and s.changed]
     if not steps:
         return {}
+    diffs: dict[int, Any] = {}
+    for s in steps:
+        try:
+            diffs[s.index] = diff(s)
+        except Exception as exc:
+            diffs[s.index] = exc
+    # print every function the diffs show in parallel threads first (most of the time)
+    printing.prefetch(job for d in diffs.values() if not isinstance(d, Exception)
+                      for job in d.print_jobs(max_functions))
     out: dict[int, str] = {}
     for s in steps:
         try:
-            markup = diff(s).to_html(max_functions=max_functions, highlight=False)
+            d = diffs[s.index]
+            if isinstance(d, Exception):
+                raise d
+            markup = d.to_html(max_functions=max_functions, highlight=False)
         except Exception as exc:
             markup = _snapshots.error_panel(f"the diff of {s.label}", exc)
         out[s.index] = _embed.data_block(f"pl-diff-{s.index}", markup)

@@ -10,20 +10,52 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from passlab._tvm import is_prim_func, is_relax_function
 from passlab._tvm.ir_calls import ALLOC_STORAGE, ALLOC_TENSOR, STORAGE_TENSOR, call_target
 from passlab._tvm.ir_types import _tvm, attr, iter_bindings
 
-__all__ = ["api_path", "pass_doc", "Census", "census", "op_patterns"]
+__all__ = ["api_path", "pass_doc", "pass_constructors", "Census", "census", "op_patterns"]
 
 #: Where TVM 0.27 defines passes, by the prefix TVM records in their names.
 _PREFIXES = (("tirx.", ("tvm.tirx.transform",)), ("s_tir.", ("tvm.s_tir.transform",)))
 _RELAX = ("tvm.relax.transform", "tvm.relax.backend", "tvm.s_tir.dlight", "tvm.transform")
 #: Docstring sections that describe the Python signature, not the pass.
 _SECTIONS = ("Parameters", "Returns", "Note", "Notes", "Example", "Examples")
+
+
+#: Where TVM 0.27 defines pass constructors, by the prefix TVM records in their names.
+_NAMESPACES = (("tvm.relax.transform", ""), ("tvm.tirx.transform", "tirx."),
+               ("tvm.s_tir.transform", "s_tir."))
+
+
+@lru_cache(maxsize=1)
+def pass_constructors() -> dict[str, Callable[[], Any]]:
+    """TVM's pass constructors that need no argument, by the name TVM records for their
+    passes ("FoldConstant", "tirx.VectorizeLoop"): what a pipeline editor can insert."""
+    found: dict[str, Callable[[], Any]] = {}
+    for module, prefix in _NAMESPACES:
+        try:
+            ns = importlib.import_module(module)
+        except ImportError:
+            continue
+        for member in sorted(dir(ns)):
+            ctor = getattr(ns, member)
+            if member.startswith("_") or not member[:1].isupper() or inspect.isclass(ctor) \
+                    or not callable(ctor):
+                continue
+            try:
+                params = inspect.signature(ctor).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                   for p in params):  # made without arguments
+                found.setdefault(prefix + member, ctor)
+    return found
 
 
 def api_path(name: str) -> str | None:

@@ -10,14 +10,12 @@ would be right.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from passlab import _tvm
+from passlab._tvm.passinfo import pass_constructors
 from passlab.errors import unknown
 from passlab.pipeline import PassEntry, Pipeline
 
@@ -25,44 +23,18 @@ __all__ = ["ACTIONS", "Edit", "apply_edit", "known_passes"]
 
 #: What an edit can do to the pass at its position.
 ACTIONS = ("disable", "enable", "remove", "up", "down", "insert")
-#: TVM's pass constructors, by the prefix TVM records in the names of their passes.
-_NAMESPACES = (("tvm.relax.transform", ""), ("tvm.tirx.transform", "tirx."),
-               ("tvm.s_tir.transform", "s_tir."))
 
 
 # ------------------------------------------------------------------ known passes
-@lru_cache(maxsize=1)
-def _constructors() -> dict[str, Callable[[], Any]]:
-    found: dict[str, Callable[[], Any]] = {}
-    for module, prefix in _NAMESPACES:
-        try:
-            ns = importlib.import_module(module)
-        except ImportError:
-            continue
-        for attr in sorted(dir(ns)):
-            ctor = getattr(ns, attr)
-            if attr.startswith("_") or not attr[:1].isupper() or inspect.isclass(ctor) \
-                    or not callable(ctor):
-                continue
-            try:
-                params = inspect.signature(ctor).parameters.values()
-            except (TypeError, ValueError):
-                continue
-            if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                   for p in params):  # made without arguments
-                found.setdefault(prefix + attr, ctor)
-    return found
-
-
 def known_passes() -> tuple[str, ...]:
     """Names of the TVM passes an edit can insert ("FoldConstant", "tirx.VectorizeLoop"):
     the constructors of ``tvm.relax.transform``, ``tvm.tirx.transform`` and
     ``tvm.s_tir.transform`` that need no arguments."""
-    return tuple(_constructors())
+    return tuple(pass_constructors())
 
 
 def _tvm_pass(name: str, target: str) -> Any:
-    ctor = _constructors().get(name)
+    ctor = pass_constructors().get(name)
     if ctor is None:
         raise unknown("pass to insert", name, known_passes(), extra=(
             "Insert a TVM pass made without arguments, or register your own with "

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+import passlab
+
 pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
 
 from passlab.analysis.graph import fused_graph  # noqa: E402
@@ -94,6 +96,31 @@ def test_bytes_overlay_colours_edges_and_kernels(ex):
     assert 'stroke="#1c7ed6"' in page  # gv's 128 B output: the ramp's start
     ex.graph_overlay = "none"
     assert "plx-ov" not in ex.graph_html and "plx-graph-legend" not in ex.graph_html
+
+
+def test_flops_overlay_colours_kernels_by_tvms_estimate(ex, trace):
+    from passlab._tvm import tir
+
+    after = trace.find("FuseTIR").after
+    mm = tir.flops(after["fused_matmul_add_relu"])
+    mm1 = tir.flops(after["fused_matmul1_add1"])
+    assert mm == 4 * 32 * (2 * 16 + 2)  # x @ W (mul+add per term), + bias, relu
+    assert mm1 is not None and mm1 < mm and tir.flops(after["transpose"]) is None
+    ex.graph_overlay = "flops"
+    page = ex.graph_html
+    assert re.search(r'<span class="plx-legend-min">2.08 K</span>.*'
+                     r'<span class="plx-legend-max">4.35 K</span> kernels', page)
+    assert "plx-ov" not in page  # edges keep their colour
+    assert 'fill="#ffc9c9"' in page and 'fill="#d0ebff"' in page  # the ramp's two ends
+    # before FuseTIR: a fused Relax function counts the kernels it calls
+    ex.selected = trace.find("FuseOps").index
+    assert '<span class="plx-legend-max">4.35 K</span>' in ex.graph_html
+    # before LegalizeOps the calls are operators: nothing to colour, and it says why
+    ex.selected = trace.find("DispatchSampling").index
+    assert "colour by FLOPs: no kernel here has an estimate (before LegalizeOps" in ex.graph_html
+    ex.graph_overlay = "none"
+    with pytest.raises(ValueError, match="overlay='flops' needs the FLOPs of each kernel"):
+        passlab.fused_graph(trace.find("FuseTIR")).to_dot("flops")
 
 
 def test_kernel_links_diff_blame_buffers(ex, trace):

@@ -213,3 +213,21 @@ def registered(stages: Sequence[tuple[str, Sequence[Any]]], owner: object) -> It
 def registered_names() -> tuple[str, ...]:
     """The names of every TIR pipeline TVM has registered now."""
     return tuple(_pipeline_map())
+
+
+def flops(func: Any) -> float | None:
+    """TVM's estimate of the floating-point operations of one PrimFunc
+    (``tvm.s_tir.analysis.estimate_tir_flops``: loop extents times the arithmetic in their
+    bodies), or None when it is not a PrimFunc or TVM cannot estimate it (symbolic loop
+    extents, opaque calls)."""
+    import tvm
+
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        return None
+    try:
+        from tvm.s_tir.analysis import estimate_tir_flops
+
+        value = float(estimate_tir_flops(tvm.IRModule({"main": func})))
+    except Exception:  # noqa: BLE001 - TVM refuses what it cannot count: unknown
+        return None
+    return value if value > 0 else None

@@ -26,8 +26,10 @@ TERMINALS = frozenset({"input", "weight", "constant", "output"})
 _FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant": "#eeeeee",
          "op": "#fff2cc", "kernel": "#fff2cc", "fused": "#ffd8a8", "composite": "#e5dbff",
          "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5"}
-#: What ``overlay=`` can colour by.
-OVERLAYS = ("none", "bytes")
+#: What ``overlay=`` can colour by: nothing, bytes (edges by tensor bytes, kernels by bytes
+#: in+out), or kernels by ``values`` given per node (the Explorer's FLOPs, which need the
+#: module: see :func:`passlab._tvm.tir.flops`).
+OVERLAYS = ("none", "bytes", "flops")
 #: Change marks against an earlier graph: node class and outline colour (read on light
 #: and dark backgrounds).
 MARKS = {"new": ("plx-new", "#2da44e"), "rewritten": ("plx-rewritten", "#d4a72c")}
@@ -80,27 +82,39 @@ def node_bytes(g: Any, node_id: str) -> int | None:
 
 @dataclass(frozen=True)
 class Overlay:
-    """Colours of the bytes overlay: node fills by bytes in+out, edge colours and widths
-    by tensor bytes, on a log scale from ``lo`` to ``hi`` (None: nothing known)."""
+    """Colours of an overlay (``by``: "bytes" or "flops"): node fills, and for bytes edge
+    colours and widths by tensor bytes, on a log scale from ``lo`` to ``hi`` (None:
+    nothing known)."""
 
     fills: dict[str, str]
     edges: dict[int, tuple[str, float]]  # edge position -> (colour, pen width)
-    lo: int | None
-    hi: int | None
+    lo: float | None
+    hi: float | None
+    by: str = "bytes"
 
 
-def overlay(g: Any, by: str) -> Overlay | None:
-    """The overlay ``by`` ("none" or "bytes") of graph ``g``'s shown part."""
+def overlay(g: Any, by: str, values: Mapping[str, float | None] | None = None
+            ) -> Overlay | None:
+    """The overlay ``by`` of graph ``g``'s shown part: "none", "bytes", or "flops" with
+    ``values`` (node id -> FLOPs; the graph alone does not know them)."""
     if by not in OVERLAYS:
         raise ValueError(f"overlay must be one of {', '.join(map(repr, OVERLAYS))}, not {by!r}")
     if by == "none":
         return None
     nodes, edges, _ = shown(g)
-    sizes = {n.id: node_bytes(g, n.id) for n in nodes if n.kind not in TERMINALS}
+    if by == "flops":
+        if values is None:
+            raise ValueError("overlay='flops' needs the FLOPs of each kernel, which come from "
+                             "the module, not the graph: the Explorer's graph pane computes "
+                             "them; use overlay='bytes' here")
+        sizes = {n.id: values.get(n.id) for n in nodes if n.kind not in TERMINALS}
+        edges = ()
+    else:
+        sizes = {n.id: node_bytes(g, n.id) for n in nodes if n.kind not in TERMINALS}
     known = [b for b in (*sizes.values(), *(e.bytes for e in edges)) if b]
     lo, hi = (min(known), max(known)) if known else (None, None)
 
-    def t(b: int | None) -> float | None:
+    def t(b: float | None) -> float | None:
         if not b or lo is None or hi is None:
             return None
         return 0.0 if hi == lo else math.log(b / lo) / math.log(hi / lo)
@@ -108,7 +122,7 @@ def overlay(g: Any, by: str) -> Overlay | None:
     fills = {i: _ramp(FILL_RAMP, f) for i, b in sizes.items() if (f := t(b)) is not None}
     out = {k: (_ramp(EDGE_RAMP, f), round(1 + 4 * f, 2))
            for k, e in enumerate(edges) if (f := t(e.bytes)) is not None}
-    return Overlay(fills, out, lo, hi)
+    return Overlay(fills, out, lo, hi, by)
 
 
 def _ramp(stops: tuple[str, ...], f: float) -> str:
@@ -122,14 +136,14 @@ def _ramp(stops: tuple[str, ...], f: float) -> str:
 
 
 def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
-           title: bool = True) -> str:
+           title: bool = True, values: Mapping[str, float | None] | None = None) -> str:
     """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
 
     ``overlay_by="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
     ``marks`` maps node ids to "new" or "rewritten" (a class and a coloured outline);
     ``title=False`` leaves out the function name and notes (a view that prints them)."""
     nodes, edges, notes = shown(g)
-    ov = overlay(g, overlay_by)
+    ov = overlay(g, overlay_by, values)
     marks = marks or {}
     label = f"{g.function}" + "".join(f"\n{n}" for n in notes)
     out = [f"digraph {_q(g.function)} {{",
@@ -199,11 +213,12 @@ def to_text(g: Any) -> str:
 
 
 def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
-           title: bool = True) -> str:
+           title: bool = True, values: Mapping[str, float | None] | None = None) -> str:
     """The laid-out SVG element (no XML prolog); ``RuntimeError`` without a layout program."""
     import re
 
-    svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title))
+    svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title,
+                                    values=values))
     svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
     # dot writes "plx&#45;new": plain class names, for CSS and readers of the markup
     return re.sub(r'class="([^"&]*&#45;[^"]*)"',

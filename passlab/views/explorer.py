@@ -150,8 +150,9 @@ else:
         graph_params = t.Enum(("collapse", "show", "hide"), "collapse",
                               help="weights in the graph: fused_graph(params=...)"
                               ).tag(sync=True)
-        graph_overlay = t.Enum(("none", "bytes"), "none", help="colour the graph by: edges "
-                               "by tensor bytes, kernels by bytes in+out").tag(sync=True)
+        graph_overlay = t.Enum(("none", "bytes", "flops"), "none", help="colour the graph "
+                               "by: edges by tensor bytes and kernels by bytes in+out, or "
+                               "kernels by TVM's FLOP estimate").tag(sync=True)
         rendered = t.Int(0, help="bumped after every render (the front end's busy flag)"
                          ).tag(sync=True)
 

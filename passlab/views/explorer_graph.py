@@ -17,7 +17,8 @@ from passlab import _render, _tvm
 from passlab.analysis import _graph_render
 from passlab.recording.trace import Step, Trace
 
-__all__ = ["PARAMS", "previous_step", "changes", "pane_html", "kernel_name", "kernel_links"]
+__all__ = ["PARAMS", "previous_step", "changes", "node_flops", "pane_html", "kernel_name",
+           "kernel_links"]
 
 #: The graph pane's parameter modes (``fused_graph(params=...)``).
 PARAMS = ("collapse", "show", "hide")
@@ -79,8 +80,33 @@ def changes(before: Any, after: Any, rewritten: frozenset[str] = frozenset()
     return marks, removed
 
 
+def node_flops(module: Any, g: Any) -> dict[str, float | None]:
+    """TVM's FLOP estimate of each call of graph ``g`` (drawn from ``module``): its
+    PrimFunc's, or the sum over the PrimFuncs a fused Relax function calls (FuseOps to
+    FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy)."""
+    from passlab._tvm.tir import flops
+
+    funcs = _tvm.functions(module)
+    out: dict[str, float | None] = {}
+    for n in g.nodes:
+        if n.kind in _DATA:
+            continue
+        name = kernel_name(module, n)
+        func = funcs.get(name) if name is not None else None
+        if func is None:
+            out[n.id] = None
+        elif _tvm.is_prim_func(func):
+            out[n.id] = flops(func)
+        else:
+            parts = [flops(funcs[c]) for c in _tvm.called_functions(func) if c in funcs]
+            known = [p for p in parts if p]
+            out[n.id] = sum(known) if known else None
+    return out
+
+
 def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
-              removed: tuple[str, ...] | list[str] = (), against: Step | None = None) -> str:
+              removed: tuple[str, ...] | list[str] = (), against: Step | None = None,
+              values: Mapping[str, float | None] | None = None) -> str:
     """The graph pane: a head (title, notes, change legend, removed kernels, overlay
     legend), the node labels for the front end's links (``data-nodes``: id -> kernel
     name) and the SVG, or the plain table without a layout program."""
@@ -96,14 +122,15 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
                      + (": " + ", ".join(_render.esc(r) for r in removed) if removed else ""))
         head.append(f'<div class="plx-graph-marks">Against #{against.index} '
                     f"{_render.esc(against.label)}: {'; '.join(parts)}</div>")
-    ov = _graph_render.overlay(g, overlay_by)
+    ov = _graph_render.overlay(g, overlay_by, values)
     if ov is not None:
         head.append(_legend(ov))
     meta = json.dumps({n.id: n.label for n in nodes})
     body = f'<div class="plx-graph-meta" hidden data-nodes="{html.escape(meta)}"></div>'
     if _render.layout_program():
         try:
-            svg = _graph_render.to_svg(g, overlay_by=overlay_by, marks=marks, title=False)
+            svg = _graph_render.to_svg(g, overlay_by=overlay_by, marks=marks, title=False,
+                                       values=values)
             return (f'<div class="plx-graph-head">{"".join(head)}</div>{body}'
                     f'<div class="passlab-graph">{svg}</div>')
         except (RuntimeError, OSError):
@@ -111,16 +138,34 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     return body + _graph_render.to_html(g)
 
 
+def _count(x: float) -> str:
+    """4352 -> "4.35 K", 4718592 -> "4.72 M" (FLOPs)."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.0f}"
+
+
 def _legend(ov: _graph_render.Overlay) -> str:
+    fill = ", ".join(_graph_render.FILL_RAMP)
+    if ov.by == "flops":
+        if ov.lo is None or ov.hi is None:
+            return ('<div class="plx-graph-legend">colour by FLOPs: no kernel here has an '
+                    "estimate (before LegalizeOps the calls are operators, not kernels)</div>")
+        return ('<div class="plx-graph-legend">colour by FLOPs (TVM\'s estimate, log scale): '
+                f'<span class="plx-legend-min">{_count(ov.lo)}</span>'
+                f'<span class="plx-ramp" title="kernels: estimated FLOPs" '
+                f'style="background: linear-gradient(to right, {fill})"></span>'
+                f'<span class="plx-legend-max">{_count(ov.hi)}</span> kernels; '
+                "uncoloured: no estimate (copies, layout changes)</div>")
     if ov.lo is None or ov.hi is None:
         return '<div class="plx-graph-legend">colour by bytes: no size is known here</div>'
     edge = ", ".join(_graph_render.EDGE_RAMP)
-    fill = ", ".join(_graph_render.FILL_RAMP)
     return ('<div class="plx-graph-legend">colour by bytes (log scale): '
-            f'<span class="plx-legend-min">{_render.human_bytes(ov.lo)}</span>'
+            f'<span class="plx-legend-min">{_render.human_bytes(int(ov.lo))}</span>'
             f'<span class="plx-ramp" title="edges: tensor bytes" '
             f'style="background: linear-gradient(to right, {edge})"></span>'
-            f'<span class="plx-legend-max">{_render.human_bytes(ov.hi)}</span> edges (tensor), '
+            f'<span class="plx-legend-max">{_render.human_bytes(int(ov.hi))}</span> edges (tensor), '
             f'<span class="plx-ramp" title="kernels: bytes in + out" '
             f'style="background: linear-gradient(to right, {fill})"></span> kernels '
             "(bytes in + out); grey: symbolic size</div>")

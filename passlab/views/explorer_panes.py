@@ -258,7 +258,8 @@ class PaneRenderer:
 
     def _graph(self, step: Step, params: str = "collapse", overlay: str = "none") -> str:
         """The graph after ``step``, its kernels marked against the previous main-chain
-        step's graph (new, rewritten, removed), optionally coloured by bytes."""
+        step's graph (new, rewritten, removed), optionally coloured by bytes or by
+        TVM's FLOP estimate of each kernel."""
         from passlab.views import explorer_graph as eg
 
         head = _failed_note(step) if step.failed else ""
@@ -272,8 +273,10 @@ class PaneRenderer:
         if prev is not None and not step.failed:
             modified = frozenset(step.functions_changed.modified)
             marks, removed = eg.changes(self.graph(prev.index, params), g, modified)
+        module = step.before if step.failed else step.after
+        values = eg.node_flops(module, g) if overlay == "flops" else None
         return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
-                                   against=None if step.failed else prev)
+                                   against=None if step.failed else prev, values=values)
 
     def kernel_links(self, index: int, node_id: str, params: str = "collapse") -> str:
         """HTML for a clicked graph node: its kernel's diff in step ``index``, the passes

@@ -427,7 +427,7 @@ function graphPane(ctx, pane) {
         graphSelect("weights", "plx-graph-params",
           [["collapse", "fold into consumers"], ["show", "show"], ["hide", "hide"]],
           model.get("graph_params"), (v) => { ctx.busy(); send({ graph_params: v }); }),
-        graphSelect("colour by", "plx-graph-overlay", [["none", "none"], ["bytes", "bytes"]],
+        graphSelect("colour by", "plx-graph-overlay", [["none", "none"], ["bytes", "bytes"], ["flops", "FLOPs"]],
           model.get("graph_overlay"), (v) => { ctx.busy(); send({ graph_overlay: v }); }),
         h("span", { class: "plx-hint", text: svg ? "drag to pan, wheel to zoom, click a kernel"
           : "click a row to see its kernel" }));

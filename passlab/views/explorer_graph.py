@@ -177,10 +177,11 @@ def kernel_name(module: Any, node: Any) -> str | None:
     return next((n for n in dict.fromkeys((node.label, node.id)) if n in funcs), None)
 
 
-def kernel_links(trace: Trace, step: Step, node: Any) -> str:
+def kernel_links(trace: Trace, step: Step, node: Any, prov: Any = None) -> str:
     """What a clicked call links to, as escaped HTML: the diff of its kernel in ``step``
     (when the step changed it), the main-chain passes that created and rewrote the
-    kernel (links that select them: ``data-step``), and the buffers it reads and writes."""
+    kernel (links that select them: ``data-step``), the input's operator calls it holds
+    (``prov``: the trace's provenance, when known), and the buffers it reads and writes."""
     if node.kind in _DATA:
         return ""
     module = step.before if step.failed else step.after
@@ -188,7 +189,7 @@ def kernel_links(trace: Trace, step: Step, node: Any) -> str:
     out = []
     if name is not None:
         out.append(_history(trace, step, name))
-        out.append(_origins(trace, name))
+        out.append(_origins(prov, name))
         if not step.failed and name in step.functions_changed.names:
             out.append(_function_diff(step, name))
     out.append(_buffers(module, node, name))
@@ -219,16 +220,11 @@ def _history(trace: Trace, step: Step, name: str) -> str:
             f"(up to #{step.index})</div>")
 
 
-def _origins(trace: Trace, name: str) -> str:
-    """The operator calls of the input that kernel ``name`` holds (provenance), with the
-    source model's node names where the importer kept them; "" when none is known."""
-    from passlab.analysis.provenance import provenance
-
-    try:
-        prov = provenance(trace)
-        ops = prov.ops_of(name) if name in prov.kernels else ()
-    except Exception:  # noqa: BLE001 - no provenance here (e.g. a trace without Relax input)
-        return ""
+def _origins(prov: Any, name: str) -> str:
+    """The operator calls of the input that kernel ``name`` holds (``prov``: the trace's
+    provenance), with the source model's node names where the importer kept them; ""
+    when none is known."""
+    ops = prov.ops_of(name) if prov is not None and name in prov.kernels else ()
     if not ops:
         return ""
     shown = ", ".join(f"{_render.esc(op)} ({_render.esc(prov[op].operator)})" for op in ops[:12])

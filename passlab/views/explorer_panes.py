@@ -7,6 +7,7 @@ error panel, never an exception in the widget.
 
 from __future__ import annotations
 
+import functools
 import html
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -286,7 +287,11 @@ class PaneRenderer:
         node = next((n for n in self.graph(index, params).nodes if n.id == node_id), None)
         if node is None:
             return ""
-        return eg.kernel_links(self.trace, self.by_index[index], node)
+        try:
+            prov = self.provenance
+        except Exception:  # noqa: BLE001 - no provenance here: the panel shows without it
+            prov = None
+        return eg.kernel_links(self.trace, self.by_index[index], node, prov)
 
     def _buffers(self, step: Step, bounds: dict[str, int] | None = None) -> str:
         """The liveness picture above the buffer tables, and the peak across the
@@ -337,6 +342,14 @@ class PaneRenderer:
             head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
         return head + _first_view(self.module_diff(a, b), mode, all_functions, "plx-compare")
 
+    @functools.cached_property
+    def provenance(self) -> Any:
+        """``passlab.provenance(trace)``, computed once for the provenance pane and the
+        kernel panel's "holds ... operator calls" line."""
+        from passlab.analysis.provenance import provenance
+
+        return provenance(self.trace)
+
     def _provenance(self, step: Step) -> str:
         """The input graph beside the fused graph after ``step`` (after FuseTIR when
         ``step`` is earlier), linked op <-> kernel, and the op table; every pass before
@@ -345,7 +358,8 @@ class PaneRenderer:
 
         after, note = fused_step(self.trace, step)
         view = self._cached(("provenance-view", after.index),
-                            lambda: provenance_view(self.trace, after).to_html("plx-prov-box"),
+                            lambda: provenance_view(self.trace, after, self.provenance
+                                                    ).to_html("plx-prov-box"),
                             f"the provenance up to {after.label}")
         return (_note(note) if note else "") + view
 

@@ -82,8 +82,9 @@ def render_report(trace: Trace, *, title: str | None = None,
     diff_blocks = _diff_blocks(trace, max_functions)
     explain_blocks = _explain_blocks(trace, failing)
     panels = _snapshot_panels(snaps)
-    code_section, code_blocks = _code_section(trace)
-    prov_section, prov_block = _provenance_section(trace)
+    prov = _provenance(trace)
+    code_section, code_blocks = _code_section(trace, prov)
+    prov_section, prov_block = _provenance_section(trace, prov)
     body = [
         _header(trace, title),
         _failure_panel(trace),
@@ -387,16 +388,30 @@ def _snapshots_section(panels: Sequence[tuple[_snapshots.Snapshot, str, str]]) -
 
 
 # ------------------------------------------------------------------------ provenance
-def _provenance_section(trace: Trace) -> tuple[str, str]:
+def _provenance(trace: Trace) -> Any:
+    """``passlab.provenance(trace)`` once for the sections that use it, or the exception
+    it raised (each section then shows without it)."""
+    from passlab.analysis.provenance import provenance
+
+    try:
+        return provenance(trace)
+    except Exception as exc:  # a view never fails the report
+        return exc
+
+
+def _provenance_section(trace: Trace, prov: Any) -> tuple[str, str]:
     """The input graph beside the fused graph (after FuseTIR, else the last Relax pass),
     linked op <-> kernel for hover (report.js), drawn once into one lazily unpacked
-    block. Returns (section, data block); ("", "") when nothing was recorded."""
+    block. ``prov``: :func:`_provenance`. Returns (section, data block); ("", "") when
+    nothing was recorded."""
     from passlab.analysis._provenance_view import provenance_view
 
     if not any(s.kind == "pass" for s in trace):
         return "", ""
     try:
-        view = provenance_view(trace)
+        if isinstance(prov, Exception):
+            raise prov
+        view = provenance_view(trace, prov=prov)
         summary = (f"{len(view.provenance)} operator calls of {view.provenance.function} "
                    f"\u2192 {len(view.provenance.kernels)} kernels, linked in the graph "
                    f"after #{view.step.index} {view.step.label}")
@@ -415,12 +430,11 @@ def _provenance_section(trace: Trace) -> tuple[str, str]:
     return section, _embed.data_block("pl-prov-block", markup)
 
 
-def _held_ops(trace: Trace) -> dict[str, tuple[str, ...]]:
+def _held_ops(prov: Any) -> dict[str, tuple[str, ...]]:
     """Kernel -> the input's operator calls it holds ({} when provenance cannot tell)."""
-    from passlab.analysis.provenance import provenance
-
+    if isinstance(prov, Exception):
+        return {}
     try:
-        prov = provenance(trace)
         return {k: prov.ops_of(k) for k in prov.kernels}
     except Exception:  # the code section shows without it
         return {}
@@ -438,7 +452,7 @@ def _capped(text: str) -> str:
     return esc("\n".join(lines[:CODE_LINES])) + f"\n\u2026 shown {CODE_LINES} of {len(lines)} lines"
 
 
-def _code_section(trace: Trace) -> tuple[str, str]:
+def _code_section(trace: Trace, prov: Any = None) -> tuple[str, str]:
     """The generated code of every kernel next to its lowered TIR (the codegen step's
     input), one lazily unpacked block per kernel; a click on a kernel in a fused graph
     opens its block. Returns (section, data blocks)."""
@@ -450,7 +464,7 @@ def _code_section(trace: Trace) -> tuple[str, str]:
     step = next(s for s in reversed(tuple(trace)) if s.code is not None)
     funcs = _tvm.functions(step.after) if step.after is not None else {}
     kind = code.main_kind
-    held = _held_ops(trace)
+    held = _held_ops(prov if prov is not None else _provenance(trace))
     items, blocks = [], []
     for name in code.kernels:
         try:

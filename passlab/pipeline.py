@@ -233,7 +233,25 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
             extra=f"(pipeline for {self.target}, variant {self.variant!r})",
         )
 
+    def position(self, position: int) -> tuple[int, int]:
+        """(stage index in ``all_stages``, pass index) of ``list(self)[position]``: the
+        way to name one of several passes of the same name (``s_tir.ThreadSync`` runs
+        three times in the TIR stage)."""
+        i = position
+        if i >= 0:
+            for si, stage in enumerate(self.all_stages):
+                if i < len(stage.passes):
+                    return si, i
+                i -= len(stage.passes)
+        raise IndexError(f"no pass at position {position}: this pipeline has {len(self)} "
+                         f"passes, positions 0..{len(self) - 1}")
+
     # ------------------------------------------------------------------------- edits
+    def with_passes(self, stage: int, passes: tuple[PassEntry, ...]) -> Pipeline:
+        """This pipeline with stage number ``stage`` (in ``all_stages``) holding
+        ``passes`` instead (the codegen stage only source emitters)."""
+        return self._with(stage, tuple(passes))
+
     def _with(self, si: int, passes: tuple[PassEntry, ...]) -> Pipeline:
         n = len(self.stages)
         if si >= n:  # a TIR stage

@@ -122,3 +122,22 @@ def test_bad_target_and_variant_and_anchor():
 def test_to_pass_is_one_module_pass():
     p = Pipeline.default("llvm").to_pass()
     assert isinstance(p, tvm.transform.Pass) and p.info.name == "passlab.pipeline"
+
+
+def test_position_names_one_of_several_passes_of_the_same_name():
+    pipe = Pipeline.default("llvm")
+    names = list(pipe.names)
+    at = [k for k, n in enumerate(names) if n == "s_tir.ThreadSync"]
+    assert len(at) >= 2
+    spots = {pipe.position(k) for k in at}
+    assert len(spots) == len(at)  # each call its own (stage, index)
+    for k in at:
+        si, pi = pipe.position(k)
+        assert pipe.all_stages[si].passes[pi].name == "s_tir.ThreadSync"
+    for bad in (-1, len(names)):
+        with pytest.raises(IndexError, match=rf"positions 0..{len(names) - 1}"):
+            pipe.position(bad)
+    # with_passes keeps the codegen stage for source emitters only
+    codegen = pipe.stage_names.index("codegen")
+    with pytest.raises(TypeError, match="emitter"):
+        pipe.with_passes(codegen, pipe.all_stages[0].passes)

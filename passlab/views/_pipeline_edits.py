@@ -77,29 +77,13 @@ class Edit:
         return {"up": "move up", "down": "move down"}.get(self.action, self.action) + " " + at
 
 
-def _locate(pipe: Pipeline, position: int) -> tuple[int, int]:
-    i = position
-    for si, stage in enumerate(pipe.all_stages):
-        if i < len(stage.passes):
-            return si, i
-        i -= len(stage.passes)
-    raise IndexError(f"no pass at position {position}: this pipeline has {len(pipe)} passes, "
-                     f"positions 0..{len(pipe) - 1}")
-
-
-def _with_stages(pipe: Pipeline, stages: list[tuple[PassEntry, ...]]) -> Pipeline:
-    n = len(pipe.stages)
-    new = [dataclasses.replace(s, passes=p) for s, p in zip(pipe.all_stages, stages)]
-    return dataclasses.replace(pipe, stages=tuple(new[:n]), tir_stages=tuple(new[n:]))
-
-
 def apply_edit(pipe: Pipeline, edit: Edit,
                registered: Mapping[str, Callable] | None = None) -> Pipeline:
     """``pipe`` with ``edit`` applied (a new Pipeline); a bad edit raises an error that
     says what would be right."""
     if edit.action not in ACTIONS:
         raise ValueError(f"unknown edit action {edit.action!r}; actions are {', '.join(ACTIONS)}")
-    si, pi = _locate(pipe, edit.position)
+    si, pi = pipe.position(edit.position)
     stages = [s.passes for s in pipe.all_stages]
     entry = stages[si][pi]
     if edit.action in ("disable", "enable"):
@@ -111,7 +95,10 @@ def apply_edit(pipe: Pipeline, edit: Edit,
         _move(pipe, stages, si, pi, -1 if edit.action == "up" else 1)
     else:
         stages[si] = _insert(pipe, stages[si], si, pi, edit, registered or {})
-    return _with_stages(pipe, stages)
+    for k, (stage, passes) in enumerate(zip(pipe.all_stages, stages)):
+        if passes is not stage.passes:
+            pipe = pipe.with_passes(k, passes)
+    return pipe
 
 
 def _move(pipe: Pipeline, stages: list[tuple[PassEntry, ...]], si: int, pi: int,

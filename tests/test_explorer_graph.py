@@ -162,6 +162,19 @@ def test_picked_kernel_survives_steps_and_modes(ex, trace):
     assert (ex.node, ex.kernel_title, ex.kernel_html) == ("", "", "")
 
 
+def test_picked_kernel_panel_waits_for_the_graph_pane(ex, trace):
+    ex.node = "gv"
+    ex.tab = "diff"  # stepping through diffs does not redraw the kernel panel ...
+    ex.selected = trace.find("ToNonDataflow").index
+    assert ex.node == "gv" and "after #11 FuseTIR" in ex.kernel_title
+    ex.tab = "graph"  # ... until the graph pane opens
+    assert ex.kernel_title == "TIR of fused_matmul1_add1 (after #23 ToNonDataflow)"
+    ex.tab = "diff"
+    ex.selected = trace.find("FuseOps").index  # no gv there: cleared when drawn
+    ex.render_all()
+    assert (ex.node, ex.kernel_title, ex.kernel_html) == ("", "", "")
+
+
 def test_resnet_fuse_tir_graph_has_no_weights(resnet_build):
     panes = PaneRenderer(resnet_build.trace)
     step = resnet_build.trace.find("FuseTIR")

@@ -162,6 +162,8 @@ else:
 
             #: the Build to re-run from the Edit pane (None for a trace or a BuildError)
             self._build = trace if isinstance(trace, Build) else None
+            #: the picked node's panel waits for the graph pane (see _keep_node)
+            self._kernel_stale = False
             self._session: Any = None
             if self._build is not None:
                 from passlab.views.explorer_edit import EditSession
@@ -342,9 +344,16 @@ else:
                 self.explain_html = self._panes.explain(self.selected)
                 self._render()
 
-        def _keep_node(self) -> None:
+        def _keep_node(self, now: bool = False) -> None:
             """After a new step or parameter mode: the clicked node stays picked (its
-            panel redrawn) when the new graph has a node of that id, else it is cleared."""
+            panel redrawn) when the new graph has a node of that id, else it is cleared.
+            The panel lives in the graph pane: with another pane open this waits until
+            the graph pane opens (stepping through diffs does not redraw it each time),
+            unless ``now``."""
+            if self.node and self.tab != "graph" and not now:
+                self._kernel_stale = True
+                return
+            self._kernel_stale = False
             try:
                 keep = bool(self.node) and self.selected != -1 and any(
                     n.id == self.node for n in self._panes.graph(self.selected, self.graph_params))
@@ -378,6 +387,11 @@ else:
                 self.diff_html = self.compare_html = ""
             if change["name"] == "bounds" and self.tab != "buffers":
                 self.buffers_html = ""  # stale: redrawn with the bounds when opened
+                return
+            if change["name"] == "tab" and self.tab == "graph" and self._kernel_stale:
+                with self.hold_sync():
+                    self._keep_node()
+                    self._render()
                 return
             self._render()
 
@@ -474,6 +488,8 @@ else:
             """Render every pane for the selected step now (e.g. before saving the
             notebook with widget state, so that a static page has them all)."""
             with self.hold_sync():
+                if self._kernel_stale:
+                    self._keep_node(now=True)
                 for tab in panes.TABS:
                     setattr(self, f"{tab}_html", self._panes.pane(
                         tab, self.selected, mode=self.diff_mode, a=self.compare_a,

@@ -60,7 +60,10 @@ def test_file_with_one_graph_per_step_and_node_data_overlays(tmp_path):
     paths = passlab.to_model_explorer(trace, tmp_path / "mlp.json")
     assert [p.name for p in paths] == ["mlp.json", "mlp.bytes_out.json", "mlp.bytes_in.json"]
     data = json.loads(paths[0].read_text())
-    graphs = [load_graph(g) for g in data["graphs"]]
+    # the app's loader reads a graph collection: a top-level label is required
+    collection = dacite.from_dict(graph_builder.GraphCollection, data, config=STRICT)
+    assert collection.label == "mlp"
+    graphs = collection.graphs
     names = [f"{trace.find(n).index:03d} {n}" for n in
              ("LegalizeOps", "FuseOps", "FuseTIR", "StaticPlanBlockMemory")]
     assert [g.id for g in graphs] == names
@@ -79,3 +82,17 @@ def test_bad_input_says_what_is_wanted(tmp_path):
     trace = passlab.build(passlab.models.mlp()).trace
     with pytest.raises(passlab.UnknownNameError, match="FuseOp"):
         passlab.to_model_explorer(trace, tmp_path / "x.json", steps=["FuseOp"])
+
+
+def test_label_and_inputs_are_passed_through(tmp_path, mlp_build):
+    paths = passlab.to_model_explorer(mlp_build.trace, tmp_path / "g.json", steps=["FuseTIR"],
+                                      label="my mlp", inputs=["x"])
+    data = json.loads(paths[0].read_text())
+    assert data["label"] == "my mlp"
+    (graph,) = data["graphs"]
+    assert [n["id"] for n in graph["nodes"]] == ["x", "lv", "gv", "output"]
+    # naming no input makes every parameter a weight, folded into the kernels
+    paths = passlab.to_model_explorer(mlp_build.trace, tmp_path / "w.json", steps=["FuseTIR"],
+                                      inputs=[])
+    (graph,) = json.loads(paths[0].read_text())["graphs"]
+    assert "x" not in [n["id"] for n in graph["nodes"]]

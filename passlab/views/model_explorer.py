@@ -1,7 +1,8 @@
 """Write fused graphs of recorded steps for Google Model Explorer.
 
 Model Explorer (``pip install ai-edge-model-explorer``, then ``model-explorer
-graphs.json``) opens a JSON file of ``{"graphs": [Graph, ...]}``; node-data files
+graphs.json``) opens a JSON graph collection, ``{"label": ..., "graphs": [Graph, ...]}``
+(its loader refuses a file without the ``label``); node-data files
 (``{graph id: {"results": {node id: {"value": v}}, ...}}``) colour nodes by a value. One
 graph per chosen step lets a reader flip between, say, FuseOps, FuseTIR and
 StaticPlanBlockMemory.
@@ -46,7 +47,8 @@ def _steps(what: Trace | Step | Iterable[Any], names: Sequence[str] | None) -> l
 
 
 def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLike, *,
-                      steps: Sequence[str] | None = None, params: str = "collapse"
+                      steps: Sequence[str] | None = None, params: str = "collapse",
+                      inputs: Sequence[str] | None = None, label: str | None = None
                       ) -> list[Path]:
     """Write the fused graph after each chosen step as one Model Explorer file, and one
     node-data overlay per metric beside it (``<name>.bytes_out.json``,
@@ -60,6 +62,15 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         ran), one step, or a list of steps (e.g. from two traces).
     path
         The graph file to write (``.json``).
+    params
+        How the entry function's weights are drawn: ``"collapse"`` (folded into the
+        kernels that use them), ``"show"`` or ``"hide"``, as in
+        :func:`~passlab.analysis.graph.fused_graph`.
+    inputs
+        The entry function's real inputs, when the module does not say (TVM's
+        ``num_input`` attribute): every other parameter is a weight.
+    label
+        The collection's name in Model Explorer's graph selector; default the file's stem.
 
     Returns
     -------
@@ -86,13 +97,14 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         if gid in seen:
             continue
         seen.add(gid)
-        g = fused_graph(s, params=params)
+        g = fused_graph(s, params=params, inputs=inputs)
         graphs.append(g.to_model_explorer(gid))
         for metric, data in overlays.items():
             data[gid] = {"name": f"{metric}: {OVERLAYS[metric]}", "results": node_data(g, metric),
                          "gradient": [{"stop": 0, "bgColor": "#e7f5ff"},
                                       {"stop": 1, "bgColor": "#e8590c"}]}
-    out.write_text(json.dumps({"graphs": graphs}))
+    out.write_text(json.dumps({"label": out.stem if label is None else str(label),
+                               "graphs": graphs}))
     written = [out]
     for metric, data in overlays.items():
         p = out.with_name(f"{out.stem}.{metric}.json")

@@ -81,6 +81,58 @@ def test_the_user_pass_that_broke_well_formedness_is_found(trace):
     assert run_checks(trace, user_passes=False) == ()
 
 
+def test_a_check_already_failing_before_a_user_pass_is_pre_existing_once():
+    # TVM's "Broken" pass breaks the module; the user passes after it keep it as it is
+    t = make_trace(("LegalizeOps", Add, Add), ("Broken", Add, WRONG_RETURN),
+                   ("mine", WRONG_RETURN, WRONG_RETURN), ("Cleanup", WRONG_RETURN, WRONG_RETURN),
+                   ("mine2", WRONG_RETURN, WRONG_RETURN), user=("mine", "mine2"))
+    (v,) = run_checks(t)
+    assert (v.preexisting, v.step.label, v.since.label) == (True, "mine", "Broken")
+    assert v.to_text() == (
+        "check 'well_formed (user passes)' already fails before user pass 'mine' (step #4), "
+        "not because of it: it first fails after pass 'Broken' (step #3, stage legalize): "
+        + v.message)
+    # broken on the build's input: no pass to name
+    t = make_trace(("LegalizeOps", WRONG_RETURN, WRONG_RETURN),
+                   ("mine", WRONG_RETURN, WRONG_RETURN), user=("mine",))
+    (v,) = run_checks(t)
+    assert (v.preexisting, v.since) == (True, None)
+    assert "it first fails on the module this pass receives" in v.to_text()
+
+
+def test_a_new_violation_after_a_pre_existing_one_is_the_user_pass_s_own():
+    def rule(step):
+        names = [gv.name_hint for gv in step.after.get_global_vars()]
+        return "has helper" if "helper" in names else ("has mul" if "multiply" in
+                                                        step.after.script() else None)
+
+    with_helper = tvm.IRModule({"main": AddMul["main"], "helper": Add["main"]})
+    t = make_trace(("Rewrite", Add, AddMul), ("mine", AddMul, AddMul),
+                   ("adds", AddMul, with_helper), user=("mine", "adds"))
+    old, new = run_checks(t, [Check("rule", rule, user_only=True)], user_passes=False)
+    assert (old.preexisting, old.step.label, old.since.label) == (True, "mine", "Rewrite")
+    assert (new.preexisting, new.step.label, new.message) == (False, "adds", "has helper")
+    assert new.to_text().startswith("check 'rule' fails after user pass 'adds'")
+
+
+def test_a_build_notes_a_pre_existing_violation_and_does_not_warn(mlp_build, recwarn):
+    import passlab
+
+    def fused(step):
+        names = [gv.name_hint for gv in step.after.get_global_vars()]
+        return "fused kernels" if any(n.startswith("fused_") for n in names) else None
+
+    pipe = passlab.Pipeline.default().insert(lambda mod: mod, after="FuseTIR", name="mine")
+    b = passlab.build(passlab.models.mlp(), pipe,
+                      checks=[Check("no fused kernels", fused, user_only=True)])
+    assert not [w for w in recwarn if "fails" in str(w.message)]
+    (note,) = [n for n in b.trace.notes if "already fails" in n]
+    assert note == ("check 'no fused kernels' already fails before user pass 'mine' "
+                    f"(step #{b.trace.find('mine').index}), not because of it: it first "
+                    f"fails after pass 'FuseOps' (step #{b.trace.find('FuseOps').index}, "
+                    "stage legalize): fused kernels")
+
+
 def test_well_formed_checks_every_pass_from_the_first(trace):
     (v,) = run_checks(trace, [well_formed()])  # replaces the user-pass check
     assert (v.check, v.step.index) == ("well_formed", 4)

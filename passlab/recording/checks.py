@@ -16,6 +16,9 @@ in place, is left to TVM itself: :func:`immutable_modules` turns on
 ``run_checks`` always checks well-formedness after the user's own passes
 (``step.origin == "user"``): TVM's passes trust their input, so an ill-formed module
 from a user pass usually fails much later, somewhere else (often in code generation).
+A check that already fails on a user pass's input, with the same message, was broken by
+an earlier pass, not by the user's: it is reported once as pre-existing (``Violation.since`` names the pass
+after which it first fails), and only a violation the user pass brings is its own.
 """
 
 from __future__ import annotations
@@ -54,15 +57,29 @@ class Check:
 
 @dataclass(frozen=True)
 class Violation(_render.Displayable):
-    """The first step after which ``check`` does not hold, and why."""
+    """The first step after which ``check`` does not hold, and why.
+
+    ``preexisting`` is True when the check already failed, with the same message, on
+    that (user) step's input:
+    ``since`` is then the main-chain step after which it first fails (None when that is
+    not known: e.g. it fails on the build's input itself), and the step is not to blame.
+    """
 
     check: str
     step: Any = field(repr=False)
     message: str
+    preexisting: bool = False
+    since: Any = field(default=None, repr=False)
 
     def to_text(self) -> str:
         s = self.step
         who = "user pass" if s.origin == "user" else "pass"
+        if self.preexisting:
+            where = ("on the module this pass receives" if self.since is None else
+                     f"after pass {self.since.label!r} (step #{self.since.index}, stage "
+                     f"{self.since.stage})")
+            return (f"check {self.check!r} already fails before {who} {s.label!r} (step "
+                    f"#{s.index}), not because of it: it first fails {where}: {self.message}")
         return (f"check {self.check!r} fails after {who} {s.label!r} (step #{s.index}, stage "
                 f"{s.stage}): {self.message}")
 
@@ -112,17 +129,57 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
                                   extra=f"(check {check.name!r} starts after it, but the "
                                         "trace's main chain does not run it)")
                 continue  # the build failed before reaching it: nothing to check
-        for s in main[begin:]:
+        old: Violation | None = None  # reported once, however many user passes follow
+        for k in range(begin, len(main)):
+            s = main[k]
             if check.user_only and s.origin != "user":
                 continue
-            try:
-                message = check(s)
-            except Exception as exc:  # noqa: BLE001 - a check that crashes is a finding too
-                message = f"the check itself raised {type(exc).__name__}: {exc}"
-            if message:
-                out.append(Violation(check.name, s, str(message)))
-                break
+            message = _apply(check, s)
+            if not message:
+                continue
+            if check.user_only and _apply(check, _Input(s)) == message:
+                if old is None:
+                    old = Violation(check.name, s, message, preexisting=True,
+                                    since=_first_failing(check, main, k))
+                    out.append(old)
+                continue  # the user pass did not break it; a later one still may
+            out.append(Violation(check.name, s, message))
+            break
     return tuple(out)
+
+
+def _apply(check: Check, step: Any) -> str | None:
+    try:
+        message = check(step)
+    except Exception as exc:  # noqa: BLE001 - a check that crashes is a finding too
+        message = f"the check itself raised {type(exc).__name__}: {exc}"
+    return str(message) if message else None
+
+
+class _Input:
+    """A step seen from its input: ``after`` is the step's ``before`` module, so that any
+    check (a function of a step) can be asked whether it held before the step ran."""
+
+    def __init__(self, step: Any):
+        self._step = step
+
+    @property
+    def after(self) -> Any:
+        return self._step.before
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._step, name)
+
+
+def _first_failing(check: Check, main: list[Any], k: int) -> Any:
+    """The earliest step of the run of main-chain steps before ``main[k]`` after which
+    ``check`` fails (None when it fails on the build's input already)."""
+    first = None
+    for j in range(k - 1, -1, -1):
+        if not _apply(check, main[j]):
+            return first
+        first = main[j]
+    return None if first is None or _apply(check, _Input(first)) else first
 
 
 # -------------------------------------------------------------------- the checks

@@ -87,7 +87,15 @@ else:
 
         # -- the data (sent once)
         steps = t.List(help="one row per step: i, label, stage, kind, origin, depth, "
-                            "changed, summary, failed, ms").tag(sync=True)
+                            "changed, summary, failed, ms; every step's when "
+                            "steps_complete, else the main chain's (and failed steps')"
+                       ).tag(sync=True)
+        steps_complete = t.Bool(True, help="steps holds every step's row. A trace of more "
+                                "than explorer_panes.ROWS_UP_FRONT steps opens with the main "
+                                "chain's rows only; the others are computed and sent when "
+                                "the list shows inner passes (show_inner) or load_rows() "
+                                "is called").tag(sync=True)
+        step_count = t.Int(0, help="how many steps the trace has (len(trace))").tag(sync=True)
         stages = t.List(t.Unicode(), help="stage names, in pipeline order").tag(sync=True)
         summary = t.Unicode(help="one-line summary of the trace").tag(sync=True)
         failure = t.Unicode(help="why the build failed, or empty").tag(sync=True)
@@ -183,8 +191,10 @@ else:
             state = dict(compare_a=main[0].index if main else -1,
                          compare_b=relax[-1].index if relax else -1)
             state.update(kwargs)  # e.g. compare_a=..., changed_only=True
+            complete = len(trace) <= panes.ROWS_UP_FRONT or kwargs.get("show_inner", False)
             super().__init__(
-                steps=panes.rows(trace),
+                steps=panes.rows(trace, main_only=not complete), steps_complete=complete,
+                step_count=len(trace),
                 stages=list(dict.fromkeys(s.stage for s in trace)),
                 summary=trace.summary().split("\n")[0],
                 failure=trace.failure.to_text() if trace.failure is not None else "",
@@ -280,7 +290,9 @@ else:
                     relax = [s for s in main if s.level == "relax"] or main
                     self.compare_a = main[0].index if main else -1
                     self.compare_b = relax[-1].index if relax else -1
-                    self.steps = panes.rows(trace)
+                    complete = len(trace) <= panes.ROWS_UP_FRONT or self.show_inner
+                    self.steps = panes.rows(trace, main_only=not complete)
+                    self.steps_complete, self.step_count = complete, len(trace)
                     self.stages = list(dict.fromkeys(s.stage for s in trace))
                     if self.stage not in self.stages:
                         self.stage = ""
@@ -322,11 +334,21 @@ else:
             return panes.visible(self._trace, changed_only=self.changed_only, stage=self.stage,
                                  search=self.search, show_inner=self.show_inner)
 
+        def load_rows(self) -> None:
+            """Compute and send every step's row (inner passes and wrappers too), when
+            :attr:`steps` holds only the main chain's (``steps_complete`` is False)."""
+            if not self.steps_complete:
+                with self.hold_sync():
+                    self.steps = panes.rows(self._trace)
+                    self.steps_complete = True
+
         @t.observe("changed_only", "stage", "search", "show_inner")
         def _on_filter(self, change: Any) -> None:
             if not self._ready:
                 return
             with self.hold_sync():
+                if self.show_inner:
+                    self.load_rows()
                 self.visible = self._visible()
                 # a filter that hides the selected pass selects the first one it shows
                 if self.visible and self.selected not in self.visible:

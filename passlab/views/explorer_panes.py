@@ -16,7 +16,7 @@ from typing import Any
 from passlab import _render, _tvm
 from passlab.recording.trace import Step, Trace
 
-__all__ = ["TABS", "DIFF_MODES", "rows", "visible", "default_selection", "PaneRenderer"]
+__all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection", "PaneRenderer"]
 
 #: The panes, in the order of the tabs.
 TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit")
@@ -35,10 +35,22 @@ def _failed_note(step: Step) -> str:
 
 
 # ------------------------------------------------------------------------- the list
-def rows(trace: Trace) -> list[dict[str, Any]]:
-    """One JSON-able row per step for the pass list (every step; filters pick some)."""
+#: A trace of at most this many steps sends every row when the Explorer opens; a larger
+#: one sends the main chain's rows first and the others (inner passes and wrappers, most
+#: of a model with weights as constants: FoldConstant's TIR builds) when the list shows
+#: them, so opening costs the same whatever the number of inner steps.
+ROWS_UP_FRONT = 400
+
+
+def rows(trace: Trace, *, main_only: bool = False) -> list[dict[str, Any]]:
+    """One JSON-able row per step for the pass list (every step; filters pick some).
+    With ``main_only``, only the main chain's rows (and failed steps'): what the list
+    shows without inner passes, computed without the change sets of the other steps."""
     out = []
-    for s in trace:
+    steps: Sequence[Step] = list(trace)
+    if main_only and any(_main(s) for s in steps):
+        steps = [s for s in steps if _main(s)]
+    for s in steps:
         ch = s.functions_changed
         out.append(dict(
             i=s.index, label=s.label, stage=s.stage, kind=s.kind, origin=s.origin,

@@ -58,12 +58,17 @@ function passList(ctx) {
       rowEls.set(i, row);
       list.append(row);
     }
-    if (!vis.length) {
+    // a large trace sends the inner passes' rows only when they are shown
+    const waiting = inner && !model.get("steps_complete");
+    if (waiting) {
+      list.append(h("div", { class: "plx-empty plx-rows-loading",
+        text: "loading the inner passes\u2026" }));
+    } else if (!vis.length) {
       list.append(h("div", { class: "plx-empty",
-        text: model.get("steps").length ? "no pass matches the filters" : "no passes recorded" }));
+        text: model.get("step_count") ? "no pass matches the filters" : "no passes recorded" }));
     }
     const main = model.get("steps").filter((r) => r.kind === "pass" || r.failed).length;
-    count.textContent = `${vis.length} of ${inner ? model.get("steps").length : main} passes`;
+    count.textContent = `${vis.length} of ${inner ? model.get("step_count") : main} passes`;
     markSelected(false);
   };
 
@@ -113,6 +118,7 @@ function passList(ctx) {
   innerBox.checked = model.get("show_inner");
   renderList();
   on("change:steps", () => { indexRows(); renderList(); });
+  on("change:steps_complete", renderList);
   on("change:stages", renderStages);
   on("change:visible", renderList);
   on("change:show_inner", () => { innerBox.checked = model.get("show_inner"); });

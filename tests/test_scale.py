@@ -1,0 +1,62 @@
+"""Scale (issues 22 and 24): what a user waits for grows with the main chain, not with
+inner steps, and a crafted trace of many steps makes a bounded report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import passlab
+from passlab.views import explorer_panes as panes
+
+from many_steps import with_inner, with_main
+
+
+@pytest.fixture(scope="module")
+def saved(mlp_build, tmp_path_factory) -> Path:
+    return mlp_build.trace.save(tmp_path_factory.mktemp("scale") / "mlp.trace.zip")
+
+
+@pytest.fixture(scope="module")
+def inner_trace(saved) -> passlab.Trace:
+    """The MLP's trace with 2,000 inner steps under FoldConstant."""
+    return passlab.load_trace(with_inner(saved, saved.parent / "inner.zip", 2000))
+
+
+def test_rows_main_only_are_the_rows_the_list_shows_first(mlp_build):
+    trace = mlp_build.trace
+    every = panes.rows(trace)
+    main = panes.rows(trace, main_only=True)
+    assert [r["i"] for r in main] == panes.visible(trace)
+    assert main == [r for r in every if r["i"] in set(panes.visible(trace))]
+
+
+def test_explorer_opens_with_main_chain_rows_and_loads_the_rest_on_show_inner(inner_trace):
+    pytest.importorskip("anywidget")
+    from passlab.views.explorer import Explorer
+
+    trace = inner_trace
+    main = [s.index for s in trace if s.kind == "pass" or s.failed]
+    ex = Explorer(trace)
+    assert (ex.steps_complete, ex.step_count) == (False, 2096)
+    assert [r["i"] for r in ex.steps] == main == ex.visible
+    # no inner step's change set was computed to open it
+    assert not any("functions_changed" in s.__dict__ for s in trace if s.kind == "inner")
+    ex.show_inner = True
+    assert ex.steps_complete is True
+    assert [r["i"] for r in ex.steps] == list(range(2096)) == ex.visible
+    inner = next(r for r in ex.steps if r["label"] == "s_tir.LowerOpaqueBlock")
+    assert (inner["label"], inner["depth"], inner["changed"], inner["summary"]) == (
+        "s_tir.LowerOpaqueBlock", 3, True, "~1")
+    ex.show_inner = False  # the rows stay: nothing is computed twice
+    assert (ex.steps_complete, len(ex.steps), ex.visible) == (True, 2096, main)
+
+
+def test_small_trace_sends_every_row_at_once(mlp_build):
+    pytest.importorskip("anywidget")
+    from passlab.views.explorer import Explorer
+
+    ex = Explorer(mlp_build.trace)
+    assert (ex.steps_complete, ex.step_count, len(ex.steps)) == (True, 96, 96)

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from passlab.errors import TraceFileError
-from passlab.io.validate import MAX_STEP_DEPTH, MAX_STEPS
+from passlab.io.validate import (MAX_NAME, MAX_STEP_DEPTH, MAX_STEPS, MAX_STRING,
+                                 bad_text)
 from passlab.recording.trace import KINDS
 
 __all__ = ["check_trace_json"]
@@ -38,6 +39,7 @@ def check_trace_json(data: dict[str, Any], modules: int,
         need(v is None or (type(v) is int and 0 <= v < modules),
              f"{where} is {v!r:.40}, not null or a module id in 0..{modules - 1}")
 
+    _check_texts(data, need)
     steps: Any = data.get("steps")
     need(isinstance(steps, list), "'steps' is not a list of step records")
     need(len(steps) <= MAX_STEPS, f"{len(steps):,} steps; at most {MAX_STEPS:,} are read")
@@ -91,6 +93,52 @@ def check_trace_json(data: dict[str, Any], modules: int,
             need(f["step_record"]["index"] == step, "failure 'step_record' is another step")
 
 
+def _check_texts(data: dict[str, Any], need: Callable[[bool, str], None]) -> None:
+    """Every string of ``trace.json``: text (no lone surrogate), names (steps, stages,
+    pipeline entries, kernels, keys) of at most MAX_NAME characters, messages, warnings
+    and other values of at most MAX_STRING; a user pass's source and generated code are
+    bounded by the file's size only."""
+    # paths are (parent path, key) pairs, spelled out only for the error
+    stack: list[tuple[Any, int, Any]] = [(v, MAX_STRING, (None, k)) for k, v in data.items()
+                                         if k != "code"]
+    code = data.get("code")
+    if isinstance(code, dict):
+        top = (None, "code")
+        stack += [(code.get("kernels"), MAX_NAME, (top, "kernels")),
+                  (code.get("target_kind"), MAX_NAME, (top, "target_kind"))]
+        sources = code.get("sources")
+        if isinstance(sources, dict):
+            stack += [(list(sources), MAX_NAME, (top, "sources"))]
+            stack += [(v, 1 << 62, ((top, "sources"), k)) for k, v in sources.items()]
+    while stack:
+        value, limit, path = stack.pop()
+        if isinstance(value, str):
+            if len(value) > limit or not value.isascii():
+                why = bad_text(value, limit)
+                need(why is None, f"the string at {_spell(path)} {why}")
+        elif isinstance(value, list):
+            stack.extend((v, limit, (path, n)) for n, v in enumerate(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                why = bad_text(k, MAX_NAME)
+                need(why is None, f"a key in {_spell(path)} {why}")
+                sub = 1 << 62 if k == "code" else MAX_NAME if k in _NAMES else limit
+                stack.append((v, sub, (path, k)))
+
+
+def _spell(path: Any) -> str:
+    parts = []
+    while path is not None:
+        path, key = path
+        parts.append(f"[{key}]" if type(key) is int else f".{key}")
+    return "".join(reversed(parts)).lstrip(".")
+
+
+# Keys whose string values are names (capped at MAX_NAME).
+_NAMES = frozenset({"name", "stage", "kind", "origin", "error_type", "where", "enclosing",
+                    "variant"})
+
+
 def _check_step(r: Any, where: str, need: Callable[[bool, str], None],
                 module: Callable[[Any, str], None]) -> None:
     need(isinstance(r, dict), f"{where} is not an object")
@@ -109,8 +157,8 @@ def _check_step(r: Any, where: str, need: Callable[[bool, str], None],
          "earlier step, a top-level step (depth 0) has none")
     need(type(occ) is int and 0 <= occ <= index,
          f"step {index} has occurrence {occ!r:.40}, not an integer in 0..{index}")
-    need(all(isinstance(r[k], str) and len(r[k]) <= 4096 for k in ("name", "stage")),
-         f"step {index}'s name and stage are not strings (of at most 4096 characters)")
+    need(all(isinstance(r[k], str) and len(r[k]) <= MAX_NAME for k in ("name", "stage")),
+         f"step {index}'s name and stage are not strings (of at most {MAX_NAME} characters)")
     need(r["kind"] in KINDS and r["origin"] in _ORIGINS,
          f"step {index} has kind {r['kind']!r:.40} and origin {r['origin']!r:.40}: kinds "
          f"are {', '.join(KINDS)}, origins {', '.join(_ORIGINS)}")

@@ -60,7 +60,10 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
                     os.write(write, f"bad {n} {' '.join(why.split())[:300]}\n".encode())
                     # what a view would do next: a crash here refuses the file
                     os.write(write, f"print {n}\n".encode())
-                    _print_and_hash(func)
+                    err = _print_and_hash(func)
+                    if err is not None:
+                        os.write(write, f"unprintable {n} {' '.join(err.split())[:300]}\n"
+                                 .encode())
         finally:
             os._exit(code)
     os.close(write)
@@ -82,23 +85,29 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
     notes = []
     for line in lines:
         kind, _, rest = line.partition(" ")
+        if kind == "unprintable":  # a view would raise TVM's error: refuse it here
+            number, _, err = rest.partition(" ")
+            why = next((x.split(" ", 2)[2] for x in lines if x.startswith(f"bad {number} ")),
+                       "?")
+            raise what(f"{funcs[int(number)][0]} is not well formed ({why}) and TVM cannot "
+                       f"print or hash it ({err})")
         if kind == "bad":
             number, _, why = rest.partition(" ")
             notes.append(f"{funcs[int(number)][0]} is not well formed by TVM's check ({why})")
     return notes
 
 
-def _print_and_hash(func: Any) -> None:
+def _print_and_hash(func: Any) -> str | None:
+    """Print and hash ``func`` as the views do: None, or the last line of TVM's error."""
     import tvm_ffi
 
-    try:
-        func.script()
-    except Exception:  # an error is a message in a view, not a crash
-        pass
-    try:
-        tvm_ffi.structural_hash(func, True, True)
-    except Exception:
-        pass
+    for work in (func.script, lambda: tvm_ffi.structural_hash(func, True, True)):
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            return lines[-1] if lines else type(exc).__name__
+    return None
 
 
 def _distinct_functions(modules: Sequence[Any]) -> list[tuple[str, Any]]:

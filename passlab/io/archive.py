@@ -39,6 +39,7 @@ from passlab.errors import TraceFileError
 from passlab.io import validate as _limits
 from passlab.io._trace_json import check_trace_json
 from passlab.io._wellformed import check_loaded
+from passlab.io._zipcheck import check_container
 from passlab.io.recipes import PassRecipe, function_recipe
 from passlab.pipeline import PassEntry, Pipeline, Stage
 from passlab.recording.codegen import GeneratedCode
@@ -228,26 +229,22 @@ def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _count_members(path: Path) -> None:
-    """Refuse an archive with more than MAX_MEMBERS members before zipfile reads its
-    directory (a directory of millions of entries would take gigabytes)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - (1 << 16) - 22))
-        tail = fh.read()
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or len(tail) < at + 22:
-        return  # zipfile says what is wrong
-    entries = int.from_bytes(tail[at + 10:at + 12], "little")
-    if entries > _limits.MAX_MEMBERS:
-        raise _bad(path, f"the archive holds {entries:,} members; a trace has 2 and passlab "
-                         f"reads at most {_limits.MAX_MEMBERS} (passlab.io.validate.MAX_MEMBERS)")
+def _parse(raw: bytes, name: str, max_tokens: int, path: Path) -> Any:
+    """``json.loads`` of a member, refused first when it holds more than ``max_tokens``
+    values: every ``,``, ``[`` and ``{`` starts at most one, and each costs the parser at
+    most ~100 bytes, so the parse stays within the memory budget (a file of ``[],[],...``
+    would otherwise allocate 20 times its size)."""
+    tokens = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if tokens > max_tokens:
+        limit = "MAX_TRACE_JSON_VALUES" if name == _META else "MAX_IR_JSON_VALUES"
+        raise _bad(path, f"its {name} holds more than {max_tokens:,} JSON values, the most "
+                         f"passlab parses (passlab.io.validate.{limit})")
+    return json.loads(raw)
 
 
 def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     try:
-        _count_members(path)
+        check_container(path, _limits.MAX_MEMBERS, lambda why: _bad(path, why))
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()
             if len(infos) > _limits.MAX_MEMBERS:
@@ -256,12 +253,14 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
             names = {i.filename for i in infos}
             if _META not in names:
                 raise _bad(path, f"the archive has no {_META} (it holds {sorted(names)[:5]})")
-            data = json.loads(_member(z, _META, _limits.MAX_TRACE_JSON_BYTES, path))
+            data = _parse(_member(z, _META, _limits.MAX_TRACE_JSON_BYTES, path), _META,
+                          _limits.MAX_TRACE_JSON_VALUES, path)
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise _bad(path, f"{_META} does not say format {FORMAT!r}")
             version = data.get("version")
-            if not isinstance(version, int):
-                raise _bad(path, f"{_META} has no integer format version")
+            if type(version) is not int or version < 1:
+                raise _bad(path, f"{_META} has format version {version!r:.40}, not an "
+                                 "integer of 1 or more")
             if version > FORMAT_VERSION:
                 raise TraceFileError(
                     f"{path} was written by a newer passlab (trace format version {version}); "
@@ -312,7 +311,9 @@ def load_trace(path: str | os.PathLike) -> Trace:
             "version that saved it")
 
     try:
-        graph = json.loads(ir)
+        graph = _parse(ir, _IR, _limits.MAX_IR_JSON_VALUES, path)
+    except TraceFileError:
+        raise
     except (ValueError, RecursionError) as exc:
         raise unreadable(f"{type(exc).__name__}: {exc}") from None
     del ir

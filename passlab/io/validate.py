@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import re
 import struct
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
+from passlab._tvm.tensors import TENSOR_MAGIC, dtype_name, imm_error, tensor_bytes
 from passlab.errors import TraceFileError
 
-__all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_NODES",
-           "MAX_IR_DEPTH", "MAX_FUNCTION_SIZE", "MAX_TENSOR_NDIM", "MAX_STEPS",
-           "MAX_STEP_DEPTH", "modules_in", "check_ir_graph"]
+__all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_JSON_VALUES",
+           "MAX_TRACE_JSON_VALUES", "MAX_IR_NODES", "MAX_IR_DEPTH", "MAX_FUNCTION_SIZE",
+           "MAX_TENSOR_NDIM", "MAX_STEPS", "MAX_STEP_DEPTH", "MAX_NAME", "MAX_STRING",
+           "MAX_SOURCE_NAME", "bad_text", "modules_in", "check_ir_graph"]
 
 # ----------------------------------------------------------------------- limits
 #: Members a trace archive may hold (passlab writes two: ``trace.json`` and ``ir.json``).
@@ -48,8 +49,14 @@ MAX_TRACE_JSON_BYTES = 64 * 2**20
 #: Uncompressed bytes of ``ir.json`` (MobileNetV2's whole build: 18 MiB; a model with
 #: 300 MiB of embedded weights still fits). Other members are never read.
 MAX_IR_JSON_BYTES = 512 * 2**20
-#: Nodes of the IR graph (MobileNetV2's whole build: 245,000).
-MAX_IR_NODES = 8_000_000
+#: JSON values ``ir.json`` may hold, counted on the raw bytes before parsing (each costs
+#: the whole load ~120 bytes: the built-in ResNet's whole build holds 1,460,000 and peaks
+#: at +172 MiB), so that the parse stays within the memory budget.
+MAX_IR_JSON_VALUES = 6_000_000
+#: JSON values of ``trace.json`` (a step record holds ~20; ResNet's whole trace: 162,000).
+MAX_TRACE_JSON_VALUES = 4_000_000
+#: Nodes of the IR graph (MobileNetV2's whole build: 245,000; ResNet's: 122,000).
+MAX_IR_NODES = 1_000_000
 #: Longest chain of references in the IR graph (built-in models: 40-60). TVM's loader,
 #: printer and hash recurse once per level: the loader survived 1,000 levels and
 #: overflowed the C stack at 5,000 (measured).
@@ -59,10 +66,35 @@ MAX_IR_DEPTH = 512
 MAX_FUNCTION_SIZE = 20_000_000
 #: Dimensions of a tensor constant.
 MAX_TENSOR_NDIM = 32
-#: Steps of a trace, and the largest step index.
-MAX_STEPS = 1_000_000
+#: Steps of a trace, and the largest step index (an ONNX MobileNetV2 run through
+#: FoldConstant with its weights as inputs: 8,300).
+MAX_STEPS = 100_000
+#: Characters of a name: a step, stage or pass name, a function or variable name in the
+#: IR, a target, a version, an error type.
+MAX_NAME = 4096
+#: Characters of any other string: an IR string or attribute, a message, a warning, a note.
+MAX_STRING = 65536
+#: Characters of a source name (``ir.SourceName``: the ONNX node names or PyTorch module
+#: paths that one binding came from, joined; a large ONNX model's reach 100,000).
+MAX_SOURCE_NAME = 1 << 20
 #: Nesting depth of a step (pass calls inside pass calls; real builds: under 20).
 MAX_STEP_DEPTH = 256
+
+
+
+def bad_text(value: str, limit: int) -> str | None:
+    """None when ``value`` has at most ``limit`` characters and is text (no lone UTF-16
+    surrogate, which JSON's ``\\ud800`` escapes can carry and no terminal or HTML page can
+    encode), else what is wrong with it."""
+    if len(value) > limit:
+        return f"is {len(value):,} characters long; at most {limit:,} are read"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "holds a lone UTF-16 surrogate (not text)"
+    return None
+
 
 # ---------------------------------------------------------------- type registry
 # Static kinds of tvm_ffi (TVMFFITypeIndex) that a field stores as a plain JSON value.
@@ -78,7 +110,11 @@ _IR_NAMESPACES = ("ir.", "relax.", "tirx.", "s_tir.", "prim.", "sym.", "te.", "t
 # Types whose JSON form is their own (a "__data_from_json__" type attribute), with the
 # check of that form; a type with such a loader that is not here is refused (ffi.Module
 # would load compiled code).
-_OWN_FORM_STR = frozenset({"ir.Op", "ir.EnvFunc", "target.TargetKind", "ir.SourceName"})
+_OWN_FORM_STR = frozenset({"ir.Op", "ir.EnvFunc", "target.TargetKind", "ir.SourceName",
+                           "tirx.Axis"})
+# Layout axes (``tirx.Axis``, in the kernels of cumsum and other scans) are saved by name;
+# TVM registers an unknown name when it loads one, so only short plain names are read.
+_AXIS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # tvm_ffi object types that IR holds (tensor constants; integers beyond 64 bits).
 _FFI_OBJECTS = frozenset({"ffi.Tensor", "ffi.BigInt"})
 # Object fields whose C++ type is a nullable reference although their schema is not
@@ -88,6 +124,9 @@ _NULLABLE = frozenset({"ir.Span", "ir.Attrs"})
 # (type, field) pairs that TVM writes as null although the field's type is not nullable:
 # the thread IterVars of GPU kernels (``threadIdx.x``, ``blockIdx.x``) have no range.
 _NULLABLE_FIELDS = frozenset({("tirx.IterVar", "dom")})
+# Fields that hold a name (of a function, variable, buffer, attribute key): capped at
+# MAX_NAME characters, other strings at MAX_STRING.
+_NAME_FIELDS = frozenset({"name", "name_hint", "global_symbol"})
 # EnvFunc names are looked up in TVM's global function table and called by type
 # inference: only TVM's own type-inference functions may be named.
 _ENV_FUNC = re.compile(r"^tvm\.relax\.type\.[A-Za-z0-9_.]+$")
@@ -368,13 +407,32 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
             why = g.conforms(schema, j)
             if why and (key, name) in _NULLABLE_FIELDS and g.kind[j] == "None":
                 why = None
+            if not why and name in _NAME_FIELDS and g.kind[j] == "ffi.String" and \
+                    len(g.nodes[j]["data"]) > MAX_NAME:
+                why = f"is a name of {len(g.nodes[j]['data']):,} characters; at most " \
+                      f"{MAX_NAME:,} are read (passlab.io.validate.MAX_NAME)"
             if why:
                 raise g.fail(i, f"refers to node {j}, which {why}", name)
             children.append(j)
     if not _required(key) <= data.keys():
         missing = [n for n in _required(key) if n not in data]
         raise g.fail(i, f"lacks the required field(s) {', '.join(missing)}")
+    if key in ("ir.IntImm", "ir.FloatImm"):
+        _check_imm(g, i, key, data)
     return children
+
+
+def _check_imm(g: _Graph, i: int, key: str, data: dict[str, Any]) -> None:
+    """A scalar constant must have a type TVM's constructor accepts (a scalar integer or
+    float type): the loader skips that check."""
+    ty = data["ty"]
+    if g.kind[ty] != "ir.PrimType":
+        raise g.fail(i, f"refers to node {ty}, which is a {g.kind[ty]}, but a {key} is typed "
+                        "by an ir.PrimType", "ty")
+    dtype = g.nodes[ty]["data"].get("dtype")
+    why = imm_error(key, dtype) if isinstance(dtype, str) else "no dtype"
+    if why is not None:
+        raise g.fail(i, f"is typed {dtype!r:.40}, which TVM's {key} refuses ({why})")
 
 
 def _check_plain(g: _Graph, i: int, key: str, data: Any) -> Sequence[int]:
@@ -394,8 +452,11 @@ def _check_plain(g: _Graph, i: int, key: str, data: Any) -> Sequence[int]:
             type(x) is int and 0 <= x < 2**31 for x in data)
     elif key == "ffi.String":
         ok = isinstance(data, str)
+        why = bad_text(data, MAX_STRING) if ok else None
+        if why:
+            raise g.fail(i, f"a string that {why}")
     elif key == "ffi.Bytes":
-        ok = isinstance(data, str) and _b64(data) is not None
+        ok = isinstance(data, str) and len(data) <= MAX_STRING and _b64(data) is not None
     elif key == "ffi.Shape":
         ok = isinstance(data, list) and all(type(x) is int and 0 <= x < 2**62 for x in data)
     else:  # arrays, lists, maps, dicts: node indices
@@ -436,11 +497,16 @@ def _b64(text: str) -> bytes | None:
 
 def _check_own_form(g: _Graph, i: int, key: str, data: Any) -> None:
     if key in _OWN_FORM_STR:
-        if not isinstance(data, str) or len(data) > 4096:
+        if not isinstance(data, str):
             raise g.fail(i, f"a {key} is saved as its name (a string)")
+        why = bad_text(data, MAX_SOURCE_NAME if key == "ir.SourceName" else MAX_NAME)
+        if why:
+            raise g.fail(i, f"a {key} whose name {why}")
         known = _known_names(key)
         if known is not None and data not in known:
             raise g.fail(i, f"{data!r:.80} is not a {key} registered in this TVM")
+        if key == "tirx.Axis" and not _AXIS_NAME.match(data):
+            raise g.fail(i, f"{data!r:.80} is not a layout axis name (a short identifier)")
         if key == "ir.EnvFunc" and not _ENV_FUNC.match(data):
             raise g.fail(i, f"{data!r:.80} is not one of TVM's type-inference functions "
                             "(tvm.relax.type.*)")
@@ -469,30 +535,39 @@ def _known_names(key: str) -> frozenset[str] | None:
     return None
 
 
-_TENSOR_MAGIC = 0xDD5E40F096B4A13F
 _HEAD = struct.Struct("<QQiiiBBH")  # magic, reserved, device type and id, ndim, dtype
 
 
 def _check_tensor(g: _Graph, i: int, data: Any) -> None:
-    """TVM's tensor format (``runtime::Tensor::Load``): the shape must account for the
-    data exactly, so that TVM allocates no more than the file holds."""
+    """TVM's tensor format (``runtime::Tensor::Load``): the declared byte count must be
+    what TVM's writer computes for the shape and data type, the data must be exactly that
+    long, and the copy must fit the buffer TVM allocates for it (sub-byte types are
+    allocated packed but copied a byte per element: refused unless both agree)."""
     blob = _b64(data) if isinstance(data, str) else None
     if blob is None or len(blob) < _HEAD.size:
         raise g.fail(i, "a tensor is saved as base64 of TVM's tensor format")
-    magic, _, dev, _, ndim, code, bits, lanes = _HEAD.unpack_from(blob)
-    if magic != _TENSOR_MAGIC or dev != 1:  # kDLCPU
+    magic, _, dev, dev_id, ndim, code, bits, lanes = _HEAD.unpack_from(blob)
+    if magic != TENSOR_MAGIC or dev != 1 or dev_id != 0:  # kDLCPU, device 0
         raise g.fail(i, "not a CPU tensor in TVM's tensor format")
-    if not 0 <= ndim <= MAX_TENSOR_NDIM or lanes != 1 or bits not in (1, 4, 6, 8, 16, 32, 64) \
-            or code > 20:
+    name = dtype_name(code, bits, lanes)
+    if not 0 <= ndim <= MAX_TENSOR_NDIM or name is None or bits == 0 or code == 3:
         raise g.fail(i, f"a tensor of {ndim} dimensions, type code {code}, {bits} bits x "
-                        f"{lanes} lanes is not read (at most {MAX_TENSOR_NDIM} dimensions)")
+                        f"{lanes} lanes is not read (at most {MAX_TENSOR_NDIM} dimensions, "
+                        "a numeric data type TVM knows)")
     end = _HEAD.size + 8 * ndim + 8
     if len(blob) < end:
         raise g.fail(i, "the tensor's header is cut short")
     shape = struct.unpack_from(f"<{ndim}q", blob, _HEAD.size)
     (nbytes,) = struct.unpack_from("<q", blob, end - 8)
-    count = math.prod(shape)
-    if any(d < 0 or d >= 2**31 for d in shape) or nbytes != count * ((bits + 7) // 8) \
-            or nbytes != len(blob) - end:
-        raise g.fail(i, f"a tensor of shape {list(shape)[:8]} does not match its "
-                        f"{len(blob) - end:,} bytes of data")
+    if any(d < 0 or d >= 2**31 for d in shape):
+        raise g.fail(i, f"a tensor of shape {list(shape)[:8]} has a dimension out of "
+                        "0..2**31-1")
+    copied, allocated = tensor_bytes(bits, lanes, shape)
+    if nbytes != copied or nbytes != len(blob) - end:
+        raise g.fail(i, f"a {name} tensor of shape {list(shape)[:8]} does not match its "
+                        f"{len(blob) - end:,} bytes of data (declared {nbytes:,}; TVM "
+                        f"reads {copied:,})")
+    if copied != allocated:
+        raise g.fail(i, f"a {name} tensor of shape {list(shape)[:8]} cannot be loaded "
+                        f"safely: TVM would copy {copied:,} bytes into the {allocated:,} it "
+                        "allocates for it")

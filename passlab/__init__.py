@@ -40,7 +40,7 @@ __all__ = [
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph",
     "buffers", "pass_table", "Explorer", "bisect", "compare", "blame", "rerun", "load",
     "Backend", "partitions", "load_trace", "reproducer", "checks", "to_model_explorer", "provenance", "sweep",
-    "explain", "targets",
+    "explain", "targets", "Profile",
 ]
 
 # Analyses and views live higher up; import them on first use so `import passlab` stays cheap.
@@ -65,6 +65,7 @@ _LAZY = {
     "checks": ("passlab.recording.checks", None),  # the module: passlab.checks.well_formed() ...
     "explain": ("passlab.analysis.explain", "explain"),
     "targets": ("passlab.recording.codegen", "targets"),
+    "Profile": ("passlab.research.profile", "Profile"),
 }
 
 
@@ -120,6 +121,13 @@ def _card_summary(name: str) -> str:
     return card_summary(name)
 
 
+def _profile(build: Build, *inputs: Any, **kwargs: Any) -> Any:
+    from passlab.research.profile import profile
+
+    return profile(build, *inputs, **kwargs)
+
+
 _trace._UPPER.update(save=_save, dump=_dump, reproducer=reproducer, report=_report)
 _trace._UPPER.update(explain=_explain_step, card_summary=_card_summary)
+_trace._UPPER.update(profile=_profile)
 _pipeline._UPPER.update(with_backend=_with_backend)

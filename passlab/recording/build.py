@@ -329,6 +329,25 @@ class Build:
         result = self.vm[name](*[_tvm.to_tvm_tensor(a) for a in args])
         return _tvm.to_numpy(result)
 
+    def profile(self, *inputs: Any, repeat: int = 10, number: int | None = None,
+                min_repeat_ms: int | None = None, seed: int = 0) -> Any:
+        """Run time of the entry function and of each kernel it calls, each kernel linked
+        to its source operators and the passes that shaped it: a
+        :class:`passlab.research.profile.Profile` (served by :mod:`passlab.research`).
+        Missing inputs are drawn as by :meth:`run`.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> p = passlab.build(passlab.models.mlp()).profile(repeat=3)
+        >>> p.end_to_end_s > 0, len(p) > 0
+        (True, True)
+        """
+        from passlab.recording.trace import _UPPER
+
+        return _UPPER["profile"](self, *inputs, repeat=repeat, number=number,
+                                 min_repeat_ms=min_repeat_ms, seed=seed)
+
 
 def max_abs_diff(a: Any, b: Any) -> float:
     """Largest absolute difference between two results (arrays or tuples of arrays)."""

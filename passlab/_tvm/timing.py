@@ -1,0 +1,211 @@
+"""Run time on TVM 0.27: capture a VM's calls, time kernels and entry functions.
+
+TVM 0.27 has no Relax VM profiler (``VirtualMachine(profile=True)`` and
+``tvm.runtime.profiling`` went with apache/tvm PR #19455). What is left, and used here:
+
+- ``vm.set_instrument(fn)``: ``fn(func, symbol, before_run, ret_value, *args)`` is called
+  before and after every VM call (kernels and ``vm.builtin.*``); it captures which
+  kernels one run calls, with copies of their arguments.
+- ``Module.time_evaluator(name, dev, number, repeat, min_repeat_ms)``: a
+  ``BenchmarkResult`` (seconds) for one kernel of the library
+  (``vm.module.imports[0]``, looked up with ``query_imports=True`` as TVM's
+  ``relax.testing.lib_comparator`` does) or for a VM function. It runs the function once
+  first (warm-up, discarded) and synchronises the device around each repeat.
+- the runtime overhead (VM interpreter, ``vm.builtin.*`` calls, allocations, the packed
+  calls themselves) is the entry function of a *skeleton*: the same VM program linked
+  with kernels whose bodies are empty (a Python instrument would cost more per call
+  than a small model's whole run).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from passlab.errors import DeviceUnavailableError
+
+#: The device kind a target kind's code runs on.
+_DEVICES = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "nvptx": "cuda", "rocm": "rocm",
+            "metal": "metal", "opencl": "opencl", "vulkan": "vulkan", "webgpu": "webgpu"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Seconds per call over ``repeat`` repeats of ``number`` calls each."""
+
+    median: float
+    min: float
+    max: float
+    mean: float
+    std: float
+    number: int
+    repeat: int
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: 0.2 means the repeats differ by 20% of the median."""
+        return (self.max - self.min) / self.median if self.median > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the VM made during a run: ``symbol``, whether it is a kernel of the
+    library, and its tensor arguments' shapes, dtypes and bytes."""
+
+    symbol: str
+    kernel: bool
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    nbytes: int
+
+    @property
+    def signature(self) -> tuple:
+        return (self.symbol, self.shapes, self.dtypes)
+
+
+def device(kind: str) -> Any:
+    """The TVM device code for target kind ``kind`` runs on, or DeviceUnavailableError
+    naming the device."""
+    import tvm
+
+    name = _DEVICES.get(kind)
+    if name is None:
+        raise DeviceUnavailableError(f"cannot time a {kind!r} build: passlab knows the "
+                                     f"devices of {', '.join(sorted(_DEVICES))}")
+    if name != "cpu":
+        try:
+            present = bool(tvm.runtime.enabled(name)) and bool(tvm.device(name, 0).exist)
+        except Exception:  # noqa: BLE001 - TVM raises for runtimes it was built without
+            present = False
+        if not present:
+            raise DeviceUnavailableError(
+                f"cannot time this {kind!r} build: no {name} device here (or this TVM has "
+                f"no {name} runtime); the build and its generated code can still be "
+                "inspected; profile an 'llvm' build to time on this CPU")
+    return tvm.device(name, 0)
+
+
+def loadable(executable: Any, kind: str, folder: str) -> Any:
+    """What the VM can load: the executable itself, or for "c" (C source the VM cannot
+    load as it is) the shared library ``export_library`` compiles into ``folder``."""
+    if kind != "c":
+        return executable
+    import tvm
+
+    path = os.path.join(folder, f"lib{len(os.listdir(folder))}.so")
+    executable.export_library(path)
+    return tvm.runtime.load_module(path)
+
+
+def machine(executable: Any, kind: str, dev: Any) -> Any:
+    """A VirtualMachine for ``executable`` on ``dev`` ("c" builds compiled first)."""
+    from tvm import relax
+
+    with tempfile.TemporaryDirectory(prefix="passlab-c-") as folder:
+        return relax.VirtualMachine(loadable(executable, kind, folder), dev)
+
+
+def kernel_library(vm: Any) -> Any:
+    """The compiled kernels of a VM (what ``LibCompareVMInstrument`` looks them up in)."""
+    imports = vm.module.imports
+    return imports[0] if len(imports) else None
+
+
+def capture(vm: Any, entry: str, args: Sequence[Any], kernels: set[str]
+            ) -> tuple[list[Call], dict[tuple, list[Any]]]:
+    """Run ``entry`` once with an instrument: every call in order, and copies of the
+    tensor arguments of each kernel signature's first call (taken before the call, so
+    its inputs hold the values the run gave them)."""
+    import tvm
+
+    calls: list[Call] = []
+    copies: dict[tuple, list[Any]] = {}
+
+    def instrument(func: Any, symbol: str, before: bool, ret: Any, *call_args: Any) -> int:
+        if not before:
+            return 0
+        tensors = [a for a in call_args if isinstance(a, tvm.runtime.Tensor)]
+        call = Call(str(symbol), str(symbol) in kernels,
+                    tuple(tuple(int(d) for d in a.shape) for a in tensors),
+                    tuple(str(a.dtype) for a in tensors),
+                    sum(_nbytes(a) for a in tensors))
+        calls.append(call)
+        if call.kernel and call.signature not in copies and len(tensors) == len(call_args):
+            copies[call.signature] = [a.copyto(a.device) for a in tensors]
+        return 0
+
+    vm.set_instrument(instrument)
+    try:
+        vm[entry](*args)
+    finally:
+        vm.set_instrument(None)
+    return calls, copies
+
+
+def _nbytes(t: Any) -> int:
+    n = 1
+    for d in t.shape:
+        n *= int(d)
+    return n * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
+
+
+def measured(result: Any, number: int, repeat: int) -> Measured:
+    values = [float(x) for x in result.results]
+    return Measured(float(result.median), min(values), max(values), float(result.mean),
+                    float(result.std), number, repeat)
+
+
+def time_kernel(lib: Any, symbol: str, args: Sequence[Any], dev: Any, *, number: int,
+                repeat: int, min_repeat_ms: int) -> Measured:
+    """One kernel alone on ``args`` (copies of what the run passed it)."""
+    lib.get_function(symbol, query_imports=True)  # AttributeError when it is not there
+    timer = lib.time_evaluator(symbol, dev, number=number, repeat=repeat,
+                               min_repeat_ms=min_repeat_ms)
+    return measured(timer(*args), number, repeat)
+
+
+def time_entry(vm: Any, entry: str, args: Sequence[Any], dev: Any, *, number: int,
+               repeat: int, min_repeat_ms: int) -> Measured:
+    """The VM's function ``entry`` end to end (no instrument set)."""
+    timer = vm.time_evaluator(entry, dev, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms)
+    return measured(timer(*args), number, repeat)
+
+
+def skeleton(relax_mod: Any, tgt: Any, kind: str, dev: Any) -> Any:
+    """A VM running ``relax_mod`` (the module the Relax pipeline ended with) with every
+    kernel's body emptied: its run time is the VM's own (interpreter, builtins,
+    allocations, argument checks of each packed call), without the kernels' work."""
+    import tvm
+    from tvm import relax, tirx
+    from tvm.relax import vm_build as vb
+
+    builder = relax.ExecBuilder()
+    mod = vb._vmcodegen(builder, relax_mod, "bytecode")
+    tir_mod = vb._filter_tir(mod)
+    lib = None
+    if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
+        empty = {gv: f.with_body(tirx.Evaluate(tirx.const(0, "int32")))
+                 for gv, f in tir_mod.functions_items()}
+        tir_mod = vb._auto_attach_system_lib_prefix(
+            tvm.IRModule(empty, attrs=tir_mod.attrs), tgt, None)
+        lib = tvm.tirx.build(tir_mod, target=tgt, pipeline="default")
+    attrs = dict(relax_mod.attrs) if relax_mod.attrs else {}
+    ext = list(attrs.get("external_mods", []))
+    params = dict(attrs.get("const_name_to_constant", {}))
+    host = [m for m in ext if not vb._is_device_module(m)]
+    if lib is not None:
+        for m in ext:
+            if vb._is_device_module(m):
+                lib.import_module(m)
+    executable = vb.VMExecutable(vb._ffi_api.VMLink(builder, tgt, lib, host, params))
+    return machine(executable, kind, dev)
+
+
+def builtin_counts(calls: Sequence[Call]) -> dict[str, int]:
+    """Calls per run of everything that is not a kernel, most called first."""
+    return dict(Counter(c.symbol for c in calls if not c.kernel).most_common())

@@ -1,0 +1,162 @@
+"""Build.profile (issue 25): the structure of a profile, not its timings.
+
+Times on 2 shared cores say little; what is exact is which kernels ran, how often, what
+they link to, and that the parts add up as the profile says they do."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import passlab
+from passlab.errors import DeviceUnavailableError, UnknownNameError
+from passlab.research.blame import blame
+from passlab.research.profile import COLUMNS, NOISY, Profile
+
+
+def _call_sites(build: passlab.Build) -> Counter:
+    """Kernel calls the entry function makes, counted in the IR the VM runs (the module
+    the Relax pipeline ended with): each binding whose value calls a PrimFunc."""
+    import tvm
+
+    final = [s for s in build.trace if s.kind == "pass" and s.level == "relax"][-1].after
+    prims = {gv.name_hint for gv, f in final.functions_items()
+             if isinstance(f, tvm.tirx.PrimFunc)}
+    counts: Counter = Counter()
+
+    def visit(e):
+        if isinstance(e, tvm.relax.Call) and isinstance(e.op, tvm.ir.GlobalVar) \
+                and e.op.name_hint in prims:
+            counts[e.op.name_hint] += 1
+
+    tvm.relax.analysis.post_order_visit(final[build.entry], visit)
+    return counts
+
+
+@pytest.fixture(scope="module")
+def mlp_profile(mlp_build) -> Profile:
+    return mlp_build.profile(repeat=2)
+
+
+@pytest.fixture(scope="module")
+def resnet_profile(resnet_build) -> Profile:
+    return resnet_build.profile(repeat=1)
+
+
+def _check_structure(build: passlab.Build, prof: Profile) -> None:
+    sites = _call_sites(build)
+    kernels = {gv.name_hint for gv in build._kernels.tir_mod.get_global_vars()}
+    assert sorted(k.kernel for k in prof) == sorted(kernels)  # each kernel once
+    assert {k.kernel: k.calls for k in prof} == {k: sites.get(k, 0) for k in kernels}
+    unused = [k for k in prof if k.calls == 0]
+    assert all(k.total_s == 0 for k in unused) and list(prof)[len(prof) - len(unused):] == unused
+    trace = build.trace
+    prov = passlab.provenance(trace)
+    labels = {s.label for s in trace}
+    for k in prof:
+        if k.calls == 0:
+            continue
+        assert k.median_s > 0 and k.min_s <= k.median_s <= k.max_s
+        assert k.total_s == pytest.approx(k.calls * k.median_s)
+        assert k.share == pytest.approx(k.total_s / prof.end_to_end_s)
+        assert k.noisy == (k.spread > NOISY)
+        b = blame(trace, k.kernel, kind="function")
+        assert k.passes == tuple(dict.fromkeys(s.label for s in (*b.created_by,
+                                                                  *b.rewritten_by)))
+        assert k.passes and set(k.passes) <= labels
+        assert k.ops == prov.ops_of(k.kernel) and k.ops
+        for op in k.ops:
+            assert k.kernel in prov[op].kernels
+        assert k.bytes > 0
+    assert [k.total_s for k in prof] == sorted((k.total_s for k in prof), reverse=True)
+    assert [k.kernel for k in unused] == sorted(k.kernel for k in unused)
+    assert prof.end_to_end_s > 0 and prof.overhead_s > 0
+    assert prof.kernels_s == pytest.approx(sum(k.total_s for k in prof))
+    assert prof.gap_s == pytest.approx(prof.end_to_end_s - prof.kernels_s - prof.overhead_s)
+    assert "runtime overhead" in prof.summary() and "gap" in prof.summary()
+    assert sum(prof.builtins.values()) > 0
+    assert all(not name.startswith("fused_") for name in prof.builtins)
+
+
+def test_mlp_profile_structure(mlp_build, mlp_profile):
+    _check_structure(mlp_build, mlp_profile)
+    assert mlp_profile["fused_matmul_add_relu"].ops == ("matmul", "add", "relu")
+    assert mlp_profile["fused_matmul_add_relu"].flops is not None
+    # 4x16 @ 16x32 floats + bias + relu in, 4x32 out: every argument's bytes per call
+    assert mlp_profile["fused_matmul_add_relu"].bytes == 4 * (4 * 16 + 16 * 32 + 32 + 4 * 32)
+    assert mlp_profile.entry == "forward" and mlp_profile.target == "llvm"
+
+
+@pytest.mark.slow
+def test_resnet_profile_structure(resnet_build, resnet_profile):
+    _check_structure(resnet_build, resnet_profile)
+    assert max(k.calls for k in resnet_profile) > 1  # a kernel shared by several layers
+    assert resnet_profile.builtins["vm.builtin.alloc_storage"] >= 1
+    # the reshape kernel stays in the library; the VM runs vm.builtin.reshape instead
+    assert resnet_profile["reshape"].calls == 0 and resnet_profile.builtins["vm.builtin.reshape"] == 1
+
+
+def test_profile_views(mlp_profile):
+    df = mlp_profile.to_dataframe()
+    assert list(df.columns) == list(COLUMNS)
+    assert len(df) == 4 and df["calls"].tolist() == [k.calls for k in mlp_profile]
+    assert df.loc[0, "sources"] == mlp_profile[0].sources
+    text = mlp_profile.to_text()
+    assert text.splitlines()[0] == mlp_profile.summary()
+    assert all(k.kernel in text for k in mlp_profile)
+    html = mlp_profile.to_html()
+    assert "<table" in html and "fused_matmul_add_relu" in html
+    svg = mlp_profile.plot().to_svg()
+    assert svg.count('class="pp-bar') == len(mlp_profile) + 2  # + overhead and gap
+    assert "var(--jp-" in svg and "currentColor" in svg
+    bundle = mlp_profile._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+
+
+def test_by_source_adds_up(mlp_profile):
+    by = mlp_profile.by_source()
+    assert sum(t for _, _, t, _ in by.rows) == pytest.approx(mlp_profile.kernels_s)
+    names = [s for s, *_ in by.rows]
+    assert sorted(names) == sorted({s for k in mlp_profile for s in k.sources})
+    assert list(by.to_dataframe().columns) == ["source", "kernels", "total_s", "share"]
+    relu = next(r for r in by.rows if r[0] == "relu")
+    k = mlp_profile["fused_matmul_add_relu"]
+    assert relu[1] == ("fused_matmul_add_relu",) and relu[2] == pytest.approx(k.total_s / 3)
+
+
+def test_profile_links_to_code(mlp_profile):
+    assert "T.prim_func" in mlp_profile.tir("fused_matmul_add_relu")
+    assert "define" in mlp_profile.code("fused_matmul_add_relu", "llvm")
+
+
+def test_profile_bad_input(mlp_build, mlp_profile):
+    with pytest.raises(UnknownNameError, match="did you mean 'fused_matmul_add_relu'"):
+        mlp_profile["fused_matmul_add_rel"]
+    with pytest.raises(ValueError, match="repeat must be at least 1"):
+        mlp_build.profile(repeat=0)
+    with pytest.raises(TypeError, match=r"forward\(\) takes 5 arguments, 6 were given"):
+        mlp_build.profile(*mlp_build.inputs(), np.zeros(1))
+
+
+def test_profile_given_inputs_and_number(mlp_build):
+    x = np.ones((4, 16), "float32")
+    prof = mlp_build.profile(x, repeat=1, number=3)
+    assert prof.repeat == 1 and len(prof) == 4 and prof.end_to_end_s > 0
+
+
+@pytest.mark.slow
+def test_c_target_times_on_the_cpu():
+    b = passlab.build(passlab.models.mlp(), passlab.Pipeline.default("c"))
+    prof = b.profile(repeat=1)
+    assert prof.target == "c"
+    assert {k.kernel: k.calls for k in prof} == dict(_call_sites(b))
+    assert all(k.total_s > 0 for k in prof)
+
+
+@pytest.mark.slow
+def test_gpu_target_without_its_device():
+    b = passlab.build(passlab.models.mlp(), passlab.Pipeline.default("cuda"))
+    with pytest.raises(DeviceUnavailableError, match="no cuda device here"):
+        b.profile(repeat=1)

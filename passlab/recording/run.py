@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from passlab import _tvm
+from passlab._tvm.logs import sorted_stderr
 from passlab.errors import error_class, message_of
 from passlab.pipeline import ROOT_NAME, Pipeline
 from passlab.recording.recorder import Recorder, _State, finish
@@ -48,6 +49,8 @@ class RecordedRun:
         self._state = self._recorder.state
         self._config = config
         self._ctx: Any = None
+        self._log: Any = None
+        self._logged: list[str] = []  # TVM's benign log lines, kept as the trace's warnings
 
     def relax_pass(self, pipeline: Pipeline | None = None) -> Any:
         pipe = pipeline or self.pipeline
@@ -65,7 +68,13 @@ class RecordedRun:
 
     def __enter__(self) -> RecordedRun:
         self._ctx = _tvm.copy_context([self._recorder], self._config)
-        self._ctx.__enter__()
+        self._log = sorted_stderr()
+        self._logged = self._log.__enter__()
+        try:
+            self._ctx.__enter__()
+        except BaseException:
+            self._log.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -74,6 +83,7 @@ class RecordedRun:
             if exc_info[0] is None:
                 finish(self._state)  # passes still open failed, and the error was caught
         finally:
+            self._log.__exit__(None, None, None)
             self._release()
 
     def _release(self) -> None:
@@ -90,8 +100,11 @@ class RecordedRun:
         info: dict[str, Any] = dict(versions=_tvm.versions())
         if pipe is not None:
             info.update(target=pipe.target, pipeline=pipe, input=self.module)
+        found = [*self._logged, *meta.pop("warnings", ())]
         if state.broken:
-            info["warnings"] = [f"recorder stopped early: {state.broken}"]
+            found.insert(0, f"recorder stopped early: {state.broken}")
+        if found:
+            info["warnings"] = found
         info.update(meta)
         if pipe is None:
             trace = from_events(state.events, info)

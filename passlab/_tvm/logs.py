@@ -1,0 +1,115 @@
+"""TVM's C++ log on standard error, sorted while a build runs: the lines TVM 0.27 prints on
+every ordinary build (no CUDA toolkit on a CPU machine, a note of the ``take`` lowering)
+are kept as the build's warnings instead of reaching the user's terminal or notebook,
+and everything else goes through at once, unchanged.
+
+TVM logs with ``LOG(WARNING)`` straight to file descriptor 2, below Python's
+``sys.stderr``, so the only way to sort it is to point that descriptor at a pipe for the
+duration of the build and read the pipe in a thread. The list of benign messages is
+TVM-version knowledge and lives here, beside the rest of the adapter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterator
+
+__all__ = ["BENIGN", "sorted_stderr"]
+
+#: Messages TVM 0.27 logs on builds that are fine, with the sentence a reader gets instead.
+BENIGN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r'Unable to detect CUDA version, default to "-(arch|mcpu)=(\w+)" instead'),
+     "TVM found no CUDA toolkit and assumed the GPU architecture {2} (-{1}={2}): the code "
+     "is generated, not compiled for a real device"),
+    (re.compile(r"Fast mode segfaults when there are out-of-bounds indices"),
+     "TVM lowered a gather/take in its fast mode, which does not check indices: an index "
+     "out of bounds at run time is undefined behaviour"),
+)
+# "[01:44:27] /project/src/backend/cuda/codegen/target_kind.cc:80: Warning: <message>"
+_open = threading.local()  # .counts: the benign lines of each open block, outermost first
+_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: (?:Warning: )?")
+
+
+def _benign(line: str) -> str | None:
+    text = _PREFIX.sub("", line.strip())
+    for pattern, sentence in BENIGN:
+        m = pattern.search(text)
+        if m:
+            return sentence.format(m.group(0), *m.groups())
+    return None
+
+
+@contextlib.contextmanager
+def sorted_stderr() -> Iterator[list[str]]:
+    """Inside the block, TVM's benign log lines are collected (deduplicated, with a count
+    when repeated) into the list it yields; every other byte written to descriptor 2 is
+    passed on to the real standard error as it comes. Does nothing (an empty list) where
+    descriptor 2 cannot be redirected. An inner block (a target made during a build) hands
+    what it kept to the block around it, so the build's list says everything once."""
+    kept: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield kept
+        return
+    read_end, write_end = os.pipe()
+    counts: dict[str, int] = {}
+    stack = _open.__dict__.setdefault("counts", [])
+    stack.append(counts)
+
+    def pump() -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(read_end, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            passed = []
+            for raw in lines:
+                sentence = _benign(raw.decode("utf-8", "replace"))
+                if sentence is None:
+                    passed.append(raw + b"\n")
+                else:
+                    counts[sentence] = counts.get(sentence, 0) + 1
+            if passed:
+                os.write(saved, b"".join(passed))
+        if pending:
+            os.write(saved, pending)
+
+    reader = threading.Thread(target=pump, name="passlab-stderr", daemon=True)
+    reader.start()
+    fault = faulthandler.is_enabled()
+    if fault:  # a crash report must reach the real stderr, not a pipe nobody reads then
+        faulthandler.enable(file=saved)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield kept
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)  # closes the pipe's last write end: the reader sees the end
+        reader.join(timeout=5)
+        if fault:
+            faulthandler.enable(file=sys.__stderr__ or 2)
+        os.close(saved)
+        if not reader.is_alive():
+            os.close(read_end)
+        stack.remove(counts)
+        if stack:  # inside another block: that one reports them
+            for sentence, n in counts.items():
+                stack[-1][sentence] = stack[-1].get(sentence, 0) + n
+        else:
+            kept.extend(s if n == 1 else f"{s} (x{n})" for s, n in counts.items())

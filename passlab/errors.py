@@ -14,7 +14,8 @@ from typing import Any
 
 __all__ = [
     "UnknownNameError", "BuildError", "CheckError", "UserPassError", "TraceFileError",
-    "ModelFormatError", "MissingImporterError", "CliError", "PartitionWarning",
+    "ModelFormatError", "UntrustedModelError", "MissingImporterError", "CliError",
+    "PartitionWarning",
     "SweepError", "DeviceUnavailableError",
     "close_matches", "unknown", "error_class", "first_line", "message_of",
 ]
@@ -153,6 +154,12 @@ class TraceFileError(ValueError):
 class ModelFormatError(ValueError):
     """The thing given as a model is not one: a file that is not a model, an unknown file
     type, or a model with operators the importer does not support."""
+
+
+class UntrustedModelError(ModelFormatError):
+    """A model file that could only be read by running code from it (a ``.pt2`` archive
+    with pickled weights, objects or compiled libraries), refused because the caller did
+    not say ``trust=True`` (``--trust``)."""
 
 
 class MissingImporterError(ImportError):

@@ -8,7 +8,10 @@ written into a temporary folder next to the target and moved in at the end, so a
 failure half-way leaves the earlier dump as it was. Names come from IR and pass names:
 file names are cut to a safe length (with a short hash), header comments are escaped
 to one line each, and a module whose names are not plain identifiers is written as
-comments, so that no dump file runs code.
+comments, so that no dump file runs code. No file is written through a symbolic link:
+each is created new (``O_EXCL | O_NOFOLLOW``) in the temporary folder and renamed over
+the old name, which replaces a link instead of writing to its target, and a folder whose
+manifest is a link is refused.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ def _earlier(out: Path, overwrite: bool) -> list[Path]:
     if not out.is_dir():
         raise NotADirectoryError(f"{out} is a file, not a folder: give trace.dump() a folder")
     manifest = out / MANIFEST
+    if manifest.is_symlink():
+        raise FileExistsError(
+            f"{manifest} is a symbolic link (to {os.readlink(manifest)!r}), not a manifest "
+            "passlab wrote; a dump never reads or writes through links: remove the link, or "
+            "dump into a new folder")
     if manifest.is_file():
         try:
             names = json.loads(manifest.read_text()).get("files", [])
@@ -105,10 +113,10 @@ def export_dump(trace: Trace, folder: str | os.PathLike, *, all_steps: bool = Fa
         for path in old:
             if path.is_file() or path.is_symlink():
                 path.unlink()
-        for name in names:
-            os.replace(tmp / name, out / name)
-        (out / MANIFEST).write_text(json.dumps({"written_by": "passlab", "files": names},
-                                               indent=1) + "\n")
+        _write_new(tmp / MANIFEST, json.dumps({"written_by": "passlab", "files": names},
+                                              indent=1) + "\n")
+        for name in [*names, MANIFEST]:
+            os.replace(tmp / name, out / name)  # replaces a link by that name, not its target
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return tuple(out / n for n in names if n.endswith(".py"))
@@ -135,10 +143,10 @@ def _write_all(trace: Trace, out: Path, all_steps: bool) -> list[str]:
                 f"{_one_line(s.stage)}, {_one_line(s.origin)} pass{ms})\n"
                 f"# {_one_line(what)}\n{head}")
         written.append(_write_module(out / f"{n:0{width}d}_{_safe(s.label)}.py", s.after, text))
-    (out / "passes.txt").write_text(trace.to_text() + "\n")
+    _write_new(out / "passes.txt", trace.to_text() + "\n")
     written.append("passes.txt")
     if trace.failure is not None:
-        (out / "failure.txt").write_text(trace.failure.to_text() + "\n")
+        _write_new(out / "failure.txt", trace.failure.to_text() + "\n")
         written.append("failure.txt")
     return written
 
@@ -155,5 +163,13 @@ def _write_module(path: Path, mod: Any, header: str) -> str:
         body = ("# this module holds names that are not plain identifiers (e.g. "
                 f"{_one_line(repr(bad[:60]))}), so it is written as comments only\n"
                 + "\n".join(f"# {_one_line(line)}" for line in body.splitlines()))
-    path.write_text(f"{header}\n\n{body}\n")
+    _write_new(path, f"{header}\n\n{body}\n")
     return path.name
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Create ``path`` and write ``text``: never an existing file, never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o666)
+    with open(fd, "w", encoding="utf-8") as f:
+        f.write(text)

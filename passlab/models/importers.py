@@ -31,7 +31,7 @@ from passlab.errors import (
     first_line,
     unknown,
 )
-from passlab.models import _source_names
+from passlab.models import _pt2, _source_names
 from passlab.models.builtin import NAMES, by_name
 
 __all__ = ["load", "as_module", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
@@ -67,6 +67,7 @@ def load(
     example_inputs: Sequence[Any] | None = None,
     keep_params_in_input: bool = False,
     dtype: str = "float32",
+    trust: bool = False,
     **shapes: Any,
 ):
     """Import ``model`` as a :class:`tvm.IRModule`, choosing the importer from its type.
@@ -98,6 +99,13 @@ def load(
         ``passlab.build(mod).run(x)`` computes with the real weights.
     dtype
         Element type of the inputs given by shape (``nn.Module``); ONNX reads its own.
+    trust
+        For a ``.pt2`` file: read it with ``torch.export.load`` as it is, pickles
+        included. Default False: ``.pt2`` archives are read as data (tensors, JSON), and
+        one that holds pickled weights or objects, compiled libraries, the old layout or
+        a shape expression that is not plain arithmetic is refused with
+        :class:`passlab.errors.UntrustedModelError` (nothing in it runs). ONNX files are
+        data either way; TVMScript always runs Python (see below).
     **shapes
         Input shapes by input name, e.g. ``load("m.onnx", input=(1, 3, 32, 32))``: fixes
         the dynamic dimensions of ONNX inputs, or makes the spec of an ``nn.Module``.
@@ -127,6 +135,9 @@ def load(
     ModelFormatError
         A file that is not a model, an unknown file type, or a model with operators the
         importer does not support.
+    UntrustedModelError
+        (a ModelFormatError) A ``.pt2`` file that only loads by running code from it,
+        without ``trust=True``.
     MissingImporterError
         The importer's package (onnx, torch) is not installed; the message names the
         extra to install.
@@ -146,7 +157,8 @@ def load(
         if isinstance(model, str) and _looks_like_script(model):
             _no_extras("TVMScript source", spec, example_inputs, shapes)
             return _from_script(model, "the TVMScript given as the model")
-        return _load_path(Path(model), spec, example_inputs, keep_params_in_input, shapes)
+        return _load_path(Path(model), spec, example_inputs, keep_params_in_input, shapes,
+                          trust)
     kind = _kind(model)
     if kind == "onnx":
         return _from_onnx(model, shapes, keep_params_in_input, "the ONNX model")
@@ -163,14 +175,15 @@ _WHAT = ("a tvm.IRModule, TVMScript source, a path to a " + ", ".join(SUFFIXES) 
          "torch.export.ExportedProgram")
 
 
-def as_module(model: Any):
+def as_module(model: Any, *, trust: bool = False):
     """An IRModule from anything passlab takes as a model: an IRModule, a built-in model
     name (:data:`passlab.models.NAMES`), TVMScript source, a model file path, or any
     object :func:`load` takes. This is the one model resolution: ``build``, ``bisect``,
     ``preview`` and the command line all use it.
 
     A name that is none of these gives one error listing the built-in names (with close
-    matches) and the file types :func:`load` reads.
+    matches) and the file types :func:`load` reads. ``trust`` is :func:`load`'s, for
+    model files.
 
     Examples
     --------
@@ -191,11 +204,11 @@ def as_module(model: Any):
                 extra="A model is a built-in name or the path of a "
                 + ", ".join(SUFFIXES) + " file.",
             )
-        return load(model)
+        return load(model, trust=trust)
     if not isinstance(model, os.PathLike) and _kind(model) is None:
         raise TypeError(f"cannot use {type(model).__qualname__!r} objects as models: a "
                         f"model is a built-in model name ({', '.join(NAMES)}), {_WHAT}")
-    return load(model)
+    return load(model, trust=trust)
 
 
 #: The command line's name for :func:`as_module`.
@@ -238,7 +251,7 @@ def _kind(obj: Any) -> str | None:
 
 
 def _load_path(path: Path, spec: Any, example_inputs: Any, keep: bool,
-               shapes: Mapping[str, Any]):
+               shapes: Mapping[str, Any], trust: bool = False):
     suffix = path.suffix.lower()
     known = ", ".join(f"{s} ({d})" for s, d in SUFFIXES.items())
     if path.is_dir():
@@ -265,7 +278,10 @@ def _load_path(path: Path, spec: Any, example_inputs: Any, keep: bool,
     if suffix == ".pt2":
         torch = _need("torch", "PyTorch import", "torch", _EXTRAS["torch"])
         try:
-            program = torch.export.load(str(path))
+            # without trust, read as data: no pickle, no compiled library (models/_pt2.py)
+            program = torch.export.load(str(path)) if trust else _pt2.load_untrusted(path)
+        except ModelFormatError:
+            raise
         except Exception as exc:
             raise ModelFormatError(
                 f"{str(path)!r} is not a PyTorch ExportedProgram: torch.export.load failed "

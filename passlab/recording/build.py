@@ -4,10 +4,14 @@
 disabled passes, instruments), adds the recorder, and calls ``relax.build`` with the
 pipeline as one module pass, so TVM's TIR pipeline and codegen run (and are recorded) as
 usual. A failing build raises :class:`BuildError`, which carries the trace so far.
+
+Builds run one at a time in a process (:data:`BUILD_LOCK`): TVM's pass pipeline is not
+thread-safe, so a build started in another thread waits for the running one.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +31,19 @@ from passlab.recording.codegen import GeneratedCode, codegen_step
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
 
-__all__ = ["build", "record", "Recording", "Build", "BuildError", "as_module", "max_abs_diff"]
+__all__ = ["build", "record", "Recording", "Build", "BuildError", "as_module", "max_abs_diff",
+           "BUILD_LOCK"]
+
+#: Held for the whole of every :func:`build` (pipeline, TIR lowering, codegen). TVM 0.27's
+#: pass pipeline is not thread-safe: ``te.tag.TagScope`` keeps the open tag scope in a
+#: class attribute, so two ``LegalizeOps`` in two threads fail now and then ("nested
+#: op_tag is not allowed for now", or an AssertionError); plain ``relax.build`` in two
+#: threads failed 7 of 80 builds of the MLP here (model construction included: TVM's
+#: ``BlockBuilder`` asserts on its own scope stack too). With the lock, builds started in
+#: several threads run one after another and all succeed. Reentrant: a user pass may
+#: build too.
+#: For parallel builds use processes (:func:`passlab.sweep`).
+BUILD_LOCK = threading.RLock()
 
 
 def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
@@ -102,7 +118,6 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     >>> b.run().shape
     (4, 8)
     """
-    mod = as_module(model)
     pipe = _as_pipeline(pipeline, target)
     tgt = _tvm.target(pipe.target)
     bar = None
@@ -112,9 +127,17 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         bar = Progress(f"building with {len(pipe.relax_passes)} Relax and "
                        f"{len(pipe.tir_passes)} TIR passes for {pipe.target}")
     callback = bar if bar is not None else (progress if callable(progress) else None)
-    run = RecordedRun(pipe, mod, progress=callback,
-                      config=context_config(checks) if checks else None)
     earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
+    with BUILD_LOCK:  # a built-in model is made with TVM's BlockBuilder: not thread-safe either
+        mod = as_module(model)
+        run = RecordedRun(pipe, mod, progress=callback,
+                          config=context_config(checks) if checks else None)
+        return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks)
+
+
+def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any,
+                  tir_pipeline: str | None, earlier: list[Build], checks: Sequence[Any]
+                  ) -> Build:
     start = time.perf_counter()
     try:
         with run:
@@ -156,7 +179,7 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         trace = Trace(list(trace), {**trace._meta, "notes": [*trace.notes, *old]}, adopt=True)
     for v in found:  # the implicit check after user passes warns on a successful build
         if not v.preexisting:
-            warnings.warn(v.to_text(), RuntimeWarning, stacklevel=2)
+            warnings.warn(v.to_text(), RuntimeWarning, stacklevel=3)
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
 
 

@@ -131,3 +131,34 @@ def test_module_with_a_hostile_function_name_is_written_as_comments(tmp_path):
                            '"x\\nimport pathlib')
     assert all(line.startswith("#") for line in body.splitlines())
     assert not marker.exists()
+
+
+def test_a_manifest_that_is_a_link_is_refused_and_its_target_kept(mlp_build, tmp_path):
+    """A dump folder unpacked from someone's archive, or planted in a shared temp folder,
+    may hold a link named like the manifest: the dump used to overwrite its target."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    dump = tmp_path / "d"
+    dump.mkdir()
+    (dump / MANIFEST).symlink_to(precious)
+    with pytest.raises(FileExistsError, match=rf"{MANIFEST} is a symbolic link \(to "
+                                              rf"'{precious}'\), not a manifest passlab wrote; "
+                                              r"a dump never reads or writes through links"):
+        export_dump(mlp_build.trace, dump, overwrite=True)
+    assert precious.read_text() == "keep me"
+    assert [p.name for p in dump.iterdir()] == [MANIFEST] and (dump / MANIFEST).is_symlink()
+
+
+def test_links_named_like_dump_files_are_replaced_not_followed(mlp_build, tmp_path):
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    dump = tmp_path / "d"
+    export_dump(mlp_build.trace, dump)
+    for name in ("passes.txt", "000_input.py"):  # files the manifest lists
+        (dump / name).unlink()
+        (dump / name).symlink_to(precious)
+    files = export_dump(mlp_build.trace, dump)
+    assert precious.read_text() == "keep me"
+    assert not any(p.is_symlink() for p in dump.iterdir())
+    assert (dump / "passes.txt").read_text() == mlp_build.trace.to_text() + "\n"
+    assert files[0].read_text().startswith("# passlab dump: the input module\n")

@@ -40,7 +40,7 @@ __all__ = [
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph",
     "buffers", "pass_table", "Explorer", "bisect", "compare", "blame", "rerun", "load",
     "Backend", "partitions", "load_trace", "reproducer", "checks", "to_model_explorer", "provenance", "sweep",
-    "explain", "targets", "Profile",
+    "explain", "targets", "Profile", "attribute", "Attribution",
 ]
 
 # Analyses and views live higher up; import them on first use so `import passlab` stays cheap.
@@ -66,6 +66,8 @@ _LAZY = {
     "explain": ("passlab.analysis.explain", "explain"),
     "targets": ("passlab.recording.codegen", "targets"),
     "Profile": ("passlab.research.profile", "Profile"),
+    "attribute": ("passlab.research.attribute", "attribute"),
+    "Attribution": ("passlab.research.attribute", "Attribution"),
 }
 
 

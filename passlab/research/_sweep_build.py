@@ -112,6 +112,10 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
             row["outputs"] = flatten(built.run(*(arrays or ()), seed=seed))
         except Exception as exc:  # noqa: BLE001 - the model built but does not run
             row.update(status="failed", error=f"run: {type(exc).__name__}: {first_line(exc)}")
+    if job.get("profile") is not None and row["status"] == "ok":  # attribute(), sweep(profile=)
+        from passlab.research._profile_jobs import profile_summary
+
+        row["profile"] = profile_summary(built, job)
     if job["folder"] is not None:
         _keep(Path(job["folder"]), trace, row)
     return row

@@ -1,0 +1,290 @@
+"""Which pass made it faster: each pass's effect on run time, by building without it.
+
+:func:`attribute` builds the model with the full pipeline and once more for each pass of
+its main chain (or the passes named) with that pass disabled, checks every variant's
+outputs against the full pipeline's on the same seeded inputs, profiles each one
+(:mod:`passlab.research.profile`) and tabulates what each pass costs or saves. The
+builds are sweep jobs (:mod:`passlab.research.sweep`): they run in worker processes, on
+the local pool or any ``concurrent.futures.Executor`` (Dask's ``client.get_executor()``),
+and a variant that fails to build, crashes or runs out of time is a row, not the end.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from passlab import _render
+from passlab._render import Displayable
+from passlab._sequence import NamedSequence
+from passlab.errors import SweepError, unknown
+from passlab.pipeline import Pipeline
+from passlab.recording.build import max_abs_diff
+from passlab.research._profile_plot import seconds_text
+from passlab.research._sweep_jobs import job_key, model_spec, pipeline_recipe
+from passlab.research.sweep import _inputs, _run
+
+__all__ = ["attribute", "Attribution", "PassEffect", "COLUMNS", "STATUSES"]
+
+#: ``Attribution.to_dataframe()`` columns, in order (issue 25's contract, then extras).
+COLUMNS = ("pass", "status", "max_abs_diff", "kernels", "kernels_without", "run_s",
+           "run_s_without", "delta_s", "delta_pct", "moved", "spread", "error")
+
+#: What a row's ``status`` can be.
+STATUSES = ("ok", "outputs differ", "build fails", "run fails", "timeout", "crashed")
+
+#: Outputs agree when ``|a - b| <= ATOL + RTOL * |b|`` everywhere (numpy's allclose).
+RTOL, ATOL = 1e-4, 1e-5
+
+_FULL = "(full pipeline)"
+
+
+@dataclass(frozen=True)
+class PassEffect:
+    """One pass: the model built without it against the full pipeline. ``delta_s`` is
+    ``run_s - run_s_without`` (positive: the pass costs time, negative: it saves it),
+    ``delta_pct`` that as a share of ``run_s_without``; ``kernels`` /
+    ``kernels_without`` count the kernels a run calls; ``moved`` the kernels whose time
+    per run changed most, as ``(kernel, seconds with the pass - without)``; ``spread``
+    the larger of the two end-to-end spreads."""
+
+    pass_: str
+    status: str
+    max_abs_diff: float | None
+    kernels: int | None
+    kernels_without: int | None
+    run_s: float | None
+    run_s_without: float | None
+    delta_s: float | None
+    delta_pct: float | None
+    moved: tuple[tuple[str, float], ...]
+    spread: float | None
+    error: str
+
+    def to_dict(self) -> dict[str, Any]:
+        values = [getattr(self, "pass_" if c == "pass" else c) for c in COLUMNS]
+        return dict(zip(COLUMNS, values))
+
+
+@dataclass(frozen=True, eq=False)
+class Attribution(NamedSequence[PassEffect], Displayable):
+    """The effect of each pass on run time (see :func:`attribute`): rows that built and
+    ran first, largest ``|delta_s|`` first, then the failures; indexed by position or
+    pass name. ``run_s`` and ``kernels`` are the full pipeline's."""
+
+    rows: tuple[PassEffect, ...]
+    model: str
+    target: str
+    run_s: float | None
+    kernels: int | None
+    status: str
+    error: str = ""
+    seconds: float = 0.0
+
+    def _items(self) -> tuple[PassEffect, ...]:
+        return self.rows
+
+    def _by_name(self, name: str) -> PassEffect:
+        for r in self.rows:
+            if r.pass_ == name:
+                return r
+        raise unknown("pass", name, [r.pass_ for r in self.rows],
+                      extra="(the passes this attribution disabled)")
+
+    def summary(self) -> str:
+        if self.status != "ok":
+            return (f"{self.model} on {self.target}: the full pipeline {self.status}"
+                    f"{': ' + self.error if self.error else ''}; nothing to attribute")
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return (f"{self.model} on {self.target}: {seconds_text(self.run_s or 0.0)} per run "
+                f"with the full pipeline ({self.kernels} kernels); {len(self.rows)} passes "
+                f"disabled one at a time ({', '.join(f'{n} {s}' for s, n in counts.items())}"
+                f"), {self.seconds:.1f} s")
+
+    _HEADER = ("pass", "status", "delta", "delta %", "without", "kernels", "spread",
+               "max |diff|", "moved most")
+
+    def _cells(self) -> list[list[str]]:
+        def opt(v: Any, fmt: Callable[[Any], str]) -> str:
+            return "" if v is None else fmt(v)
+
+        out = []
+        for r in self.rows:
+            moved = ", ".join(f"{k} {'+' if d >= 0 else '-'}{seconds_text(abs(d))}"
+                              for k, d in r.moved)
+            out.append([r.pass_, r.status, opt(r.delta_s, lambda v: ("+" if v >= 0 else "-")
+                                               + seconds_text(abs(v))),
+                        opt(r.delta_pct, lambda v: f"{v:+.1%}"),
+                        opt(r.run_s_without, seconds_text),
+                        "" if r.kernels_without is None
+                        else f"{r.kernels} -> {r.kernels_without}",
+                        opt(r.spread, lambda v: f"{v:.0%}"),
+                        opt(r.max_abs_diff, lambda v: f"{v:.3g}"), moved or r.error[:80]])
+        return out
+
+    def to_text(self) -> str:
+        return self.summary() + "\n" + _render.text_table(self._HEADER, self._cells())
+
+    def to_html(self) -> str:
+        return _render.html_table(self._HEADER, self._cells(), caption=self.summary())
+
+    def to_dataframe(self) -> Any:
+        """One row per pass with the :data:`COLUMNS` (pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(COLUMNS))
+
+    def __repr__(self) -> str:
+        return f"<Attribution: {len(self.rows)} passes of {self.model} on {self.target}>"
+
+
+# ------------------------------------------------------------------ attribute
+def _passes(pipe: Pipeline, passes: Sequence[str] | None) -> list[str]:
+    if passes is None:
+        return list(dict.fromkeys(e.name for e in pipe.relax_passes if e.enabled))
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    names = list(dict.fromkeys(passes))
+    for name in names:
+        entry = pipe[name]  # UnknownNameError with close matches for a misspelt name
+        if not entry.enabled:
+            raise SweepError(f"pass {name!r} is already disabled in this pipeline: there is "
+                             "nothing to attribute to it; enable it, or leave it out")
+    if not names:
+        raise SweepError("passes names no pass; give pass names (e.g. ['FuseOps']) or None "
+                         "for every enabled pass of the Relax pipeline")
+    return names
+
+
+def _moved(with_: dict[str, float], without: dict[str, float], n: int = 3
+           ) -> tuple[tuple[str, float], ...]:
+    names = set(with_) | set(without)
+    deltas = [(k, with_.get(k, 0.0) - without.get(k, 0.0)) for k in names]
+    deltas.sort(key=lambda kd: (-abs(kd[1]), kd[0]))
+    return tuple(deltas[:n])
+
+
+def _status(row: dict[str, Any]) -> str:
+    if row["status"] in ("timeout", "crashed"):
+        return row["status"]
+    if row["status"] == "failed":
+        return "run fails" if str(row.get("error", "")).startswith("run:") else "build fails"
+    prof = row.get("profile") or {}
+    return "run fails" if "error" in prof or "run_s" not in prof else "ok"
+
+
+def _close(mine: list[Any] | None, ref: list[Any] | None) -> tuple[float | None, bool]:
+    import numpy as np
+
+    if mine is None or ref is None:
+        return None, True
+    try:
+        diff = max_abs_diff(tuple(mine), tuple(ref))
+    except ValueError:  # another structure or shape: no number, and not the same
+        return None, False
+    same = all(np.allclose(np.asarray(a, "float64"), np.asarray(b, "float64"), rtol=RTOL,
+                           atol=ATOL) for a, b in zip(mine, ref))
+    return diff, same
+
+
+def attribute(model: Any, pipeline: Pipeline | None = None, *,
+              passes: Sequence[str] | str | None = None, inputs: Any = None,
+              repeat: int = 10, workers: int | None = None, executor: Executor | None = None,
+              timeout: float | None = None, progress: bool = False) -> Attribution:
+    """What each pass does to run time: build without it, check, profile, compare.
+
+    Parameters
+    ----------
+    model
+        A built-in model name, a model file, an IRModule (anything ``sweep`` takes).
+    pipeline
+        The full pipeline (default ``Pipeline.default("llvm")``); with a user pass inserted,
+        its row answers "what did my pass cost". Its passes must be importable (they run
+        in worker processes, as in :func:`passlab.sweep`).
+    passes
+        Pass names to disable one at a time (a list, or "A,B"); default: every enabled
+        pass of the Relax pipeline.
+    inputs
+        None (seeded random inputs and weights), a seed, or input arrays.
+    repeat
+        Repeats of every timing (medians and spreads are over these).
+    workers, executor, timeout
+        As for :func:`passlab.sweep`.
+    progress
+        True prints one line per finished build on stderr.
+
+    Returns
+    -------
+    Attribution
+        Rows with the :data:`COLUMNS`, largest effect first.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> a = passlab.attribute("mlp", passes=["FuseOps"], repeat=2, workers=1)  # doctest: +SKIP
+    >>> a["FuseOps"].status, a["FuseOps"].kernels, a["FuseOps"].kernels_without  # doctest: +SKIP
+    ('ok', 4, 7)
+    """
+    import time
+
+    start = time.perf_counter()
+    pipe = Pipeline.default("llvm") if pipeline is None else pipeline
+    if not isinstance(pipe, Pipeline):
+        raise TypeError(f"pipeline must be a passlab.Pipeline, not {type(pipe).__name__}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be an int of at least 1, not {repeat!r}")
+    names = _passes(pipe, passes)
+    spec, label = model_spec(model)
+    label = label or "model"
+    variants = [(_FULL, pipe)] + [(n, pipe.disable(n)) for n in names]
+    jobs = []
+    for name, p in variants:
+        job: dict[str, Any] = dict(
+            model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
+            checks=[], inputs=_inputs(inputs, label), timeout=timeout, folder=None,
+            profile=dict(repeat=repeat))
+        job["key"] = job_key(job)
+        jobs.append(job)
+    results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
+    show = _show if progress else None
+    _run(jobs, list(range(len(jobs))), results, workers, executor, show, 0)
+    base, base_out = results[0]
+    target = str(pipe.target)
+    base_status = _status(base)
+    took = time.perf_counter() - start
+    if base_status != "ok":
+        error = base.get("error") or (base.get("profile") or {}).get("error", "")
+        return Attribution((), label, target, None, None, base_status, error, took)
+    bprof = base["profile"]
+    rows = []
+    for i, name in enumerate(names, start=1):
+        row, outs = results[i]
+        status = _status(row)
+        diff, same = _close(outs, base_out)
+        if status == "ok" and not same:
+            status = "outputs differ"
+        prof = row.get("profile") or {}
+        run_wo = prof.get("run_s")
+        delta = None if run_wo is None else bprof["run_s"] - run_wo
+        rows.append(PassEffect(
+            name, status, diff, len(bprof["calls"]),
+            None if "calls" not in prof else len(prof["calls"]), bprof["run_s"], run_wo,
+            delta, None if delta is None or not run_wo else delta / run_wo,
+            () if "kernels" not in prof else _moved(bprof["kernels"], prof["kernels"]),
+            None if "spread" not in prof else max(prof["spread"], bprof["spread"]),
+            row.get("error") or prof.get("error", "")))
+    rows.sort(key=lambda r: (r.delta_s is None, -abs(r.delta_s or 0.0)))
+    return Attribution(tuple(rows), label, target, bprof["run_s"], len(bprof["calls"]),
+                       "ok", "", took)
+
+
+def _show(row: Any, done: int, total: int) -> None:
+    what = "full pipeline" if row.pipeline == _FULL else f"without {row.pipeline}"
+    err = f": {row.error[:80]}" if row.status != "ok" else ""
+    print(f"[{done}/{total}] {row.model} {what}: {row.status}{err}", file=sys.stderr,
+          flush=True)

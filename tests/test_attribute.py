@@ -1,0 +1,96 @@
+"""passlab.attribute (issue 25): which pass costs or saves run time. Structure and the
+order of effects, not timings: the slowed kernel does 100x its work, far above the noise
+of 2 shared cores."""
+
+from __future__ import annotations
+
+import pytest
+from attribute_test_passes import slow_matmul
+
+import passlab
+from passlab.errors import SweepError, UnknownNameError
+from passlab.research.attribute import COLUMNS, Attribution
+
+
+def _kernels_called(build: passlab.Build) -> int:
+    """Distinct kernels the entry function calls, from the IR the VM runs."""
+    import tvm
+
+    final = [s for s in build.trace if s.kind == "pass" and s.level == "relax"][-1].after
+    prims = {gv.name_hint for gv, f in final.functions_items()
+             if isinstance(f, tvm.tirx.PrimFunc)}
+    called: set[str] = set()
+
+    def visit(e):
+        if isinstance(e, tvm.relax.Call) and isinstance(e.op, tvm.ir.GlobalVar) \
+                and e.op.name_hint in prims:
+            called.add(e.op.name_hint)
+
+    tvm.relax.analysis.post_order_visit(final[build.entry], visit)
+    return len(called)
+
+
+@pytest.fixture(scope="module")
+def slowed() -> Attribution:
+    pipe = passlab.Pipeline.default("llvm").insert(slow_matmul, after="legalize")
+    return passlab.attribute("mlp", pipe, passes=["FuseOps", "slow_matmul", "LegalizeOps"],
+                             repeat=5, workers=2)
+
+
+@pytest.mark.slow
+def test_the_slow_pass_comes_first_with_its_kernel(slowed):
+    assert slowed.status == "ok" and slowed.model == "mlp" and slowed.target == "llvm"
+    first = slowed[0]
+    assert first.pass_ == "slow_matmul" and first.status == "ok"
+    assert first.moved[0][0] == "fused_matmul_add_relu" and first.moved[0][1] > 0
+    assert first.delta_s > 0 and first.run_s > first.run_s_without
+    assert first.delta_s == pytest.approx(first.run_s - first.run_s_without)
+    assert first.delta_pct == pytest.approx(first.delta_s / first.run_s_without)
+    assert first.kernels == first.kernels_without == 4
+    assert first.max_abs_diff == 0.0  # same work, done 100 times
+
+
+@pytest.mark.slow
+def test_disabling_fuseops_adds_exactly_the_unfused_kernels(slowed, mlp_build):
+    unfused = passlab.build("mlp", passlab.Pipeline.default("llvm").disable("FuseOps"))
+    row = slowed["FuseOps"]
+    assert row.status == "ok" and row.max_abs_diff < 1e-5
+    assert (row.kernels, row.kernels_without) == (_kernels_called(mlp_build),
+                                                  _kernels_called(unfused))
+    assert row.kernels_without - row.kernels == 3  # matmul, add, relu apart: 7 - 4
+
+
+@pytest.mark.slow
+def test_a_pass_the_build_needs_is_a_build_fails_row(slowed):
+    row = slowed["LegalizeOps"]
+    assert row.status == "build fails" and row.error
+    assert row.run_s_without is None and row.delta_s is None and row.moved == ()
+    assert slowed[-1] is row  # failures last
+
+
+@pytest.mark.slow
+def test_attribution_views(slowed):
+    df = slowed.to_dataframe()
+    assert list(df.columns) == list(COLUMNS)
+    assert df["pass"].tolist() == ["slow_matmul", "FuseOps", "LegalizeOps"]
+    assert df["status"].tolist() == ["ok", "ok", "build fails"]
+    text = slowed.to_text()
+    assert text.splitlines()[0] == slowed.summary()
+    assert "2 ok, 1 build fails" in slowed.summary()
+    assert "fused_matmul_add_relu +" in text
+    assert "<table" in slowed.to_html()
+    with pytest.raises(UnknownNameError, match="did you mean 'FuseOps'"):
+        slowed["FuseOp"]
+
+
+def test_attribute_bad_input():
+    with pytest.raises(UnknownNameError, match="did you mean 'FuseOps'"):
+        passlab.attribute("mlp", passes=["FuseOp"])
+    with pytest.raises(SweepError, match="already disabled"):
+        passlab.attribute("mlp", passlab.Pipeline.default("llvm").disable("FuseOps"),
+                          passes="FuseOps")
+    with pytest.raises(ValueError, match="repeat must be an int of at least 1"):
+        passlab.attribute("mlp", repeat=0)
+    with pytest.raises(SweepError, match="cannot travel to a worker process"):
+        passlab.attribute("mlp", passlab.Pipeline.default("llvm").insert(
+            lambda mod: mod, after="legalize"), passes=["FuseOps"])

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["TENSOR_MAGIC", "tensor_bytes", "dtype_name", "imm_error"]
+__all__ = ["TENSOR_MAGIC", "tensor_bytes", "dtype_name", "imm_error", "random_constants"]
 
 #: ``kTVMTensorMagic``: the first 8 bytes of a saved tensor.
 TENSOR_MAGIC = 0xDD5E40F096B4A13F
@@ -63,3 +63,39 @@ def imm_error(kind: str, dtype: str) -> str | None:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         return (lines[-1] if lines else type(exc).__name__)[:200]
     return None
+
+
+def random_constants(mod, seed: int = 0):
+    """``mod`` with every Relax tensor constant whose data was left out (a trace saved
+    with ``weights=False``: an empty tensor where its type has a shape) replaced by seeded
+    random values of its type's shape and data type; other constants are kept."""
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    rng = np.random.default_rng(seed)
+
+    @relax.expr_functor.mutator
+    class _Fill(relax.PyExprMutator):
+        def visit_generic_const_(self, op):
+            data, ty = op.value, op.ty
+            shape = getattr(getattr(ty, "shape", None), "values", None)
+            if not isinstance(data, tvm.runtime.Tensor) or shape is None or \
+                    tuple(data.shape) == tuple(int(d) for d in shape):
+                return op
+            dims = [int(d) for d in shape]
+            dtype = str(ty.dtype)
+            kind = np.dtype(dtype).kind if dtype != "bool" else "b"
+            if kind == "f":
+                values = rng.uniform(-1.0, 1.0, size=dims).astype(dtype)
+            elif kind == "b":
+                values = rng.integers(0, 2, size=dims).astype(bool)
+            else:
+                values = rng.integers(0, 8, size=dims).astype(dtype)
+            return relax.const(values, dtype)
+
+    out = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+    for gv, func in mod.functions.items():
+        if isinstance(func, relax.Function):
+            out[gv] = _Fill().visit_expr(func)
+    return out

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from passlab.errors import TraceFileError
-from passlab.io.validate import (MAX_NAME, MAX_STEP_DEPTH, MAX_STEPS, MAX_STRING,
-                                 bad_text)
+from passlab.io.validate import MAX_NAME, MAX_STEP_DEPTH, MAX_STEPS, MAX_STRING, bad_text
 from passlab.recording.trace import KINDS
 
 __all__ = ["check_trace_json"]
@@ -57,6 +56,7 @@ def check_trace_json(data: dict[str, Any], modules: int,
                  f"has depth {depth_of[parent]}")
         depth_of[r["index"]] = r["depth"]
     module(data.get("input"), "'input'")
+    need(type(data.get("weights", True)) is bool, "'weights' is not true or false")
     need(data.get("target") is None or isinstance(data["target"], (str, dict)),
          "'target' is not a string, an object or null")
     versions = data.get("versions", {})

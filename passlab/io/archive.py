@@ -37,6 +37,7 @@ from passlab import _tvm
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
 from passlab.io import validate as _limits
+from passlab.io._tensor_store import store_tensors
 from passlab.io._trace_json import check_trace_json
 from passlab.io._wellformed import check_loaded
 from passlab.io._zipcheck import check_container
@@ -55,7 +56,8 @@ _META, _IR = "trace.json", "ir.json"
 _STEP_FIELDS = ("index", "name", "depth", "parent", "stage", "kind", "origin", "occurrence",
                 "seconds", "failed", "caught")
 #: Trace metadata saved in a form of its own; any other key is kept when it is plain JSON.
-_OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "failure", "file"})
+_OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "failure", "file",
+                       "weights"})
 
 
 # ------------------------------------------------------------------ saved pipeline
@@ -142,11 +144,15 @@ def _step_record(s: Step, mods: _Modules) -> dict[str, Any]:
     return rec
 
 
-def save_trace(trace: Trace, path: str | os.PathLike) -> Path:
+def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -> Path:
     """Write ``trace`` to ``path`` (a zip archive; see :mod:`passlab.io`).
 
     Every snapshot, the step metadata, the failure, target, versions, warnings and the
-    pipeline (as data) are kept; :func:`load_trace` reads it back, in any process.
+    pipeline (as data) are kept; :func:`load_trace` reads it back, in any process. Each
+    tensor constant is stored once by content; ``weights=False`` stores each as an empty
+    tensor of its data type (its shape stays in the constant's type). The file is checked
+    against :func:`load_trace`'s limits before it is written: a trace that would break one
+    raises :class:`TraceFileError` naming it, and nothing is written.
 
     Examples
     --------
@@ -187,21 +193,50 @@ def save_trace(trace: Trace, path: str | os.PathLike) -> Path:
             except (TypeError, ValueError):
                 dropped.append(key)
     data.update(meta=extra, dropped=dropped)
-    ir = tvm.ir.save_json(list(mods.mods))
-    data["stats"] = dict(steps=len(steps), modules=len(mods.mods), ir_bytes=len(ir))
+    ir, tensors = store_tensors(tvm.ir.save_json(list(mods.mods)), weights)
+    data["weights"] = bool(weights) and meta.get("weights", True) is not False
+    data["stats"] = dict(steps=len(steps), modules=len(mods.mods), ir_bytes=len(ir), **tensors)
     path = Path(path)
+    meta_bytes = json.dumps(data, indent=1).encode()
+    _check_before_write(meta_bytes, ir, path)
     # write next to the target, then rename: a crash never leaves a half-written trace
     fd, tmp = tempfile.mkstemp(prefix=".passlab-", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED,
                                                         compresslevel=6) as z:
-            z.writestr(_META, json.dumps(data, indent=1))
+            z.writestr(_META, meta_bytes)
             z.writestr(_IR, ir)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _check_before_write(meta: bytes, ir: str, path: Path) -> None:
+    """The checks :func:`load_trace` makes before TVM parses the file, on what is about to
+    be written: a trace that breaks a limit is refused here, with the limit named."""
+    def bad(why: str) -> TraceFileError:
+        return TraceFileError(f"trace.save({str(path)!r}) refused: the file would not load "
+                              f"back ({why}); nothing was written. trace.save(path, "
+                              "weights=False) leaves the tensor data out, trace[a:b] saves "
+                              "part of the steps")
+    raw = ir.encode()
+    for name, blob, limit in ((_META, meta, _limits.MAX_TRACE_JSON_BYTES),
+                              (_IR, raw, _limits.MAX_IR_JSON_BYTES)):
+        if len(blob) > limit:
+            which = "MAX_TRACE_JSON_BYTES" if name == _META else "MAX_IR_JSON_BYTES"
+            raise bad(f"its {name} would be {len(blob):,} bytes, over the {limit:,} of "
+                      f"passlab.io.validate.{which}")
+    try:
+        data = _parse(meta, _META, _limits.MAX_TRACE_JSON_VALUES, path)
+        graph = _parse(raw, _IR, _limits.MAX_IR_JSON_VALUES, path)
+    except TraceFileError as exc:
+        raise bad(str(exc).split(": ", 1)[-1].split(". A trace file")[0]) from None
+    del raw
+    inner = lambda why: bad(why)  # noqa: E731
+    check_trace_json(data, _limits.modules_in(graph, inner), inner)
+    _limits.check_ir_graph(graph, inner)
 
 
 # ---------------------------------------------------------------------------- load
@@ -211,7 +246,7 @@ def _bad(path: Path, what: str) -> TraceFileError:
                           f"version {FORMAT_VERSION} or lower).")
 
 
-def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
+def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytearray:
     """A member's bytes, refused past ``limit`` uncompressed bytes: by its declared size
     first, then while inflating (a header can lie), so a zip bomb costs no memory."""
     info = z.getinfo(name)
@@ -219,17 +254,16 @@ def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
                f"(passlab.io.validate.MAX_{'TRACE' if name == _META else 'IR'}_JSON_BYTES)")
     if info.file_size > limit:
         raise _bad(path, too_big)
-    chunks, total = [], 0
+    buf = bytearray()  # grows in place: no second copy of a large member
     with z.open(info) as fh:
         while chunk := fh.read(1 << 20):
-            total += len(chunk)
-            if total > limit:
+            if len(buf) + len(chunk) > limit:
                 raise _bad(path, too_big)
-            chunks.append(chunk)
-    return b"".join(chunks)
+            buf += chunk
+    return buf
 
 
-def _parse(raw: bytes, name: str, max_tokens: int, path: Path) -> Any:
+def _parse(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> Any:
     """``json.loads`` of a member, refused first when it holds more than ``max_tokens``
     values: every ``,``, ``[`` and ``{`` starts at most one, and each costs the parser at
     most ~100 bytes, so the parse stays within the memory budget (a file of ``[],[],...``
@@ -242,7 +276,7 @@ def _parse(raw: bytes, name: str, max_tokens: int, path: Path) -> Any:
     return json.loads(raw)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], bytes]:
+def _read(path: Path) -> tuple[dict[str, Any], bytearray]:
     try:
         check_container(path, _limits.MAX_MEMBERS, lambda why: _bad(path, why))
         with zipfile.ZipFile(path) as z:
@@ -362,7 +396,7 @@ def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
     meta.update(
         target=data.get("target"), pipeline=_pipeline_from(data.get("pipeline")),
         input=mod(data.get("input")), versions=dict(data.get("versions", {})),
-        file=str(path))
+        file=str(path), weights=data.get("weights", True) is not False)
     if data.get("warnings"):
         meta["warnings"] = list(data["warnings"])
     f = data.get("failure")

@@ -39,7 +39,7 @@ from passlab.errors import TraceFileError
 __all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_JSON_VALUES",
            "MAX_TRACE_JSON_VALUES", "MAX_IR_NODES", "MAX_IR_DEPTH", "MAX_FUNCTION_SIZE",
            "MAX_TENSOR_NDIM", "MAX_STEPS", "MAX_STEP_DEPTH", "MAX_NAME", "MAX_STRING",
-           "MAX_SOURCE_NAME", "bad_text", "modules_in", "check_ir_graph"]
+           "MAX_SOURCE_NAME", "bad_text", "references", "modules_in", "check_ir_graph"]
 
 # ----------------------------------------------------------------------- limits
 #: Members a trace archive may hold (passlab writes two: ``trace.json`` and ``ir.json``).
@@ -309,6 +309,20 @@ def _show(schema: _Schema) -> str:
     return origin + (f"[{', '.join(_show(a) for a in args)}]" if args else "")
 
 
+def references(node: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(container, key) of every reference slot of a node of a graph that
+    :func:`check_ir_graph` accepted (a container's elements, an object's fields that TVM
+    stores as node indices)."""
+    key, data = node["type"], node.get("data")
+    if key in ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict"):
+        return [(data, k) for k in range(len(data))]
+    if key in _PLAIN or not isinstance(data, dict):
+        return []
+    fields = _fields(key)
+    return [(data, name) for name in data
+            if fields[name][0] not in (_NONE, _INT, _BOOL, _FLOAT, _DTYPE)]
+
+
 def modules_in(graph: Any, what: Callable[[str], TraceFileError]) -> int:
     """How many modules the parsed ``ir.json`` holds (the length of its root array),
     after checking the graph's outline; :func:`check_ir_graph` checks the nodes."""
@@ -425,7 +439,9 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
 def _check_imm(g: _Graph, i: int, key: str, data: dict[str, Any]) -> None:
     """A scalar constant must have a type TVM's constructor accepts (a scalar integer or
     float type): the loader skips that check."""
-    ty = data["ty"]
+    ty = data.get("ty")
+    if type(ty) is not int:
+        raise g.fail(i, f"a {key} needs its type", "ty")
     if g.kind[ty] != "ir.PrimType":
         raise g.fail(i, f"refers to node {ty}, which is a {g.kind[ty]}, but a {key} is typed "
                         "by an ir.PrimType", "ty")

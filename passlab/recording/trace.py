@@ -356,10 +356,14 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return next((s.code for s in reversed(self._steps) if s.code is not None), None)
 
     # --------------------------------------------------------------- persistence
-    def save(self, path: Any) -> Any:
+    def save(self, path: Any, *, weights: bool = True) -> Any:
         """Write the trace to one file (a zip archive, never a pickle) that
         :func:`passlab.load_trace` reads back in any process, every snapshot included.
-        Returns the path.
+        Returns the path. Each tensor constant is stored once by content;
+        ``weights=False`` keeps their shapes and data types but not their values (views,
+        diffs and reports work the same; a reproducer draws seeded random values). A
+        trace that would break a limit of :func:`passlab.load_trace` is refused before
+        anything is written, with the limit named.
 
         Examples
         --------
@@ -369,7 +373,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         >>> len(passlab.load_trace(path)) == len(trace)
         True
         """
-        return _UPPER["save"](self, path)
+        return _UPPER["save"](self, path, weights=weights)
 
     def dump(self, folder: Any, *, all_steps: bool = False, overwrite: bool = False) -> tuple:
         """Write numbered TVMScript files, one per changed pass, for diff tools

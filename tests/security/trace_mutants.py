@@ -12,8 +12,10 @@ import copy
 import json
 import os
 import random
+import re
 import selectors
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -26,8 +28,11 @@ from pathlib import Path
 META, IR = "trace.json", "ir.json"
 
 # Values a mutation puts where a number, a string or a reference was.
-_ODD_VALUES = [None, 0, -1, 1, 2**31, 10**9, -(2**63), 2**63 - 1, 10**30, 1.5, -0.0, 1e308,
-               "", "x", "float32", [], {}, True, False]
+_ODD_VALUES = [None, 0, -1, 1, 2**31, 10**9, -(2**63), 2**63 - 1, 2**64, 10**30, 1.5, -0.0,
+               1e308, float("nan"), float("inf"), "", "x", "float32", [], {}, True, False]
+# Strings a mutation puts where a string was: long, lone surrogates, control characters.
+_ODD_STRINGS = ["", "x" * 70_000, "y" * 5000, "\ud800", "a\udfffb", "\x00\x1b[2J\r\n",
+                "line\nbreak", "<script>alert(1)</script>", "\u202e" * 3, "w" * 300]
 
 
 def read_members(path: Path) -> dict[str, bytes]:
@@ -60,9 +65,10 @@ def _ir_mutation(graph: dict, rng: random.Random) -> str:
     i = rng.randrange(n)
     node = nodes[i]
     refs = _refs(node)
-    op = rng.choice(["alike", "alike", "alike", "alike", "index", "index", "swap_fields", "swap_nodes", "null", "null",
-                     "value", "type", "type", "drop_field", "duplicate", "truncate_nodes",
-                     "array", "root"])
+    op = rng.choice(["alike", "alike", "alike", "alike", "index", "index", "swap_fields",
+                     "swap_nodes", "null", "null", "value", "type", "type", "drop_field",
+                     "duplicate", "truncate_nodes", "array", "root", "compatible",
+                     "compatible", "compatible", "string", "string", "number"])
     if op == "index" and refs:
         box, k = rng.choice(refs)
         box[k] = rng.choice([rng.randrange(n), rng.randrange(max(1, i)), i, n, -1,
@@ -77,6 +83,34 @@ def _ir_mutation(graph: dict, rng: random.Random) -> str:
             if alike:
                 box[k] = rng.choice(alike)
                 return f"alike: node {i} ({node['type']}) slot {k}: {old} -> {box[k]}"
+    if op == "compatible" and refs:
+        # a node of another type of the same family (prim.Mul -> prim.Add, ir.IntImm ->
+        # ir.StringImm): passes a base-class check, as a PrimExpr operand does
+        box, k = rng.choice(refs)
+        old = box[k]
+        if type(old) is int and 0 <= old < n:
+            family = str(nodes[old].get("type")).split(".")[0]
+            alike = [j for j in range(i) if str(nodes[j].get("type")).split(".")[0] == family
+                     and nodes[j].get("type") != nodes[old].get("type")]
+            if alike:
+                box[k] = rng.choice(alike)
+                return f"compatible: node {i} ({node['type']}) slot {k}: {old} " \
+                       f"({nodes[old]['type']}) -> {box[k]} ({nodes[box[k]]['type']})"
+    if op == "string":
+        strings = [j for j, m in enumerate(nodes) if m.get("type") in (
+            "ffi.String", "ir.SourceName", "ir.Op", "tirx.Axis")]
+        if strings:
+            j = rng.choice(strings)
+            nodes[j]["data"] = rng.choice(_ODD_STRINGS)
+            return f"string: node {j} ({nodes[j]['type']}) -> {nodes[j]['data'][:20]!r}"
+    if op == "number":
+        nums = [(m["data"], k) for m in nodes if isinstance(m.get("data"), dict)
+                for k, v in m["data"].items() if type(v) in (int, float) and k != "span"]
+        if nums:
+            box, k = rng.choice(nums)
+            box[k] = rng.choice([0, -1, 2**31, 2**63 - 1, -(2**63), 2**64, 1.5,
+                                 float("nan"), float("inf"), box[k] + 1])
+            return f"number: field {k} -> {box[k]!r}"
     if op == "swap_fields" and isinstance(node.get("data"), dict) and len(node["data"]) > 1:
         a, b = rng.sample(sorted(node["data"]), 2)
         node["data"][a], node["data"][b] = node["data"][b], node["data"][a]
@@ -130,7 +164,20 @@ def _ir_mutation(graph: dict, rng: random.Random) -> str:
 
 def _meta_mutation(meta: dict, rng: random.Random) -> str:
     steps = meta.get("steps") or []
-    op = rng.choice(["step", "step", "step", "step", "top", "failure", "drop_step_key"])
+    op = rng.choice(["step", "step", "step", "step", "top", "failure", "drop_step_key",
+                     "text", "text"])
+    if op == "text":  # a string anywhere: step names, the target, warnings, messages
+        where = rng.choice(["name", "stage", "target", "warnings", "message"])
+        odd = rng.choice(_ODD_STRINGS)
+        if where in ("name", "stage") and steps:
+            steps[rng.randrange(len(steps))][where] = odd
+        elif where == "target":
+            meta["target"] = odd
+        elif where == "warnings":
+            meta["warnings"] = [odd]
+        else:
+            meta["failure"] = {"where": "pass", "message": odd, "error_type": odd[:50]}
+        return f"meta: text {where} -> {odd[:20]!r}"
     if op in ("step", "drop_step_key") and steps:
         n = rng.randrange(len(steps))
         r = steps[n]
@@ -308,12 +355,56 @@ def run_mutants(paths: list[Path], what: dict[Path, str], timeout: float = 60.0,
     return res
 
 
+def zip_mutation(raw: bytes, rng: random.Random) -> tuple[str, bytes]:
+    """One edit of the zip container itself: a member's compression method, its
+    encryption flag, its declared sizes, the end record's entry count, a duplicated
+    directory entry."""
+    data = bytearray(raw)
+    end = data.rfind(b"PK\x05\x06")
+    cd_size, cd_offset = struct.unpack_from("<LL", data, end + 12)
+    entries = [m.start() for m in re.finditer(b"PK\x01\x02", bytes(data[cd_offset:end]))]
+    entry = cd_offset + rng.choice(entries) if entries else cd_offset
+    op = rng.choice(["method", "encrypted", "size", "count", "duplicate"])
+    if op == "method":
+        method = rng.choice([12, 14, 9, 1, 99])
+        struct.pack_into("<H", data, entry + 10, method)
+        local = struct.unpack_from("<L", data, entry + 42)[0]
+        struct.pack_into("<H", data, local + 8, method)
+        return f"zip: method -> {method}", bytes(data)
+    if op == "encrypted":
+        struct.pack_into("<H", data, entry + 8, struct.unpack_from("<H", data, entry + 8)[0] | 1)
+        return "zip: encrypted flag", bytes(data)
+    if op == "size":
+        size = rng.choice([0, 1, 2**31, 2**32 - 1])
+        struct.pack_into("<L", data, entry + rng.choice([20, 24]), size)
+        return f"zip: declared size -> {size}", bytes(data)
+    if op == "count":
+        count = rng.choice([0, 1, 2, 65535])
+        struct.pack_into("<HH", data, end + 8, count, count)
+        return f"zip: entry count -> {count}", bytes(data)
+    # duplicate the first directory entry (two members of one name)
+    name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, cd_offset + 28)
+    first = bytes(data[cd_offset:cd_offset + 46 + name_len + extra_len + comment_len])
+    out = bytes(data[:end]) + first + bytes(data[end:])
+    out = bytearray(out)
+    e = end + len(first)
+    n = struct.unpack_from("<H", out, e + 10)[0] + 1
+    struct.pack_into("<HHL", out, e + 8, n, n, cd_size + len(first))
+    return "zip: duplicate member", bytes(out)
+
+
 def make_mutants(base: Path, folder: Path, count: int, seed: int) -> dict[Path, str]:
-    """Write ``count`` mutants of the trace ``base`` into ``folder``: path -> edits."""
+    """Write ``count`` mutants of the trace ``base`` into ``folder``: path -> edits
+    (one in ten also edits the zip container)."""
     members = read_members(base)
     rng = random.Random(seed)
     out = {}
     for k in range(count):
         what, mutant = mutate(members, rng)
-        out[write_members(folder / f"mutant{k:05d}.zip", mutant)] = what
+        path = write_members(folder / f"mutant{k:05d}.zip", mutant)
+        if rng.random() < 0.1:
+            edit, raw = zip_mutation(path.read_bytes(), rng)
+            path.write_bytes(raw)
+            what = f"{what}; {edit}"
+        out[path] = what
     return out

@@ -86,10 +86,10 @@ def __dir__() -> list[str]:
 
 # ------------------------------------------------------------------ conveniences
 # Methods of lower layers that are served by higher ones; each imports its layer on use.
-def _save(trace: Trace, path: Any) -> Any:
+def _save(trace: Trace, path: Any, **kwargs: Any) -> Any:
     from passlab.io.archive import save_trace
 
-    return save_trace(trace, path)
+    return save_trace(trace, path, **kwargs)
 
 
 def _dump(trace: Trace, folder: Any, **kwargs: Any) -> Any:

@@ -63,3 +63,28 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     model = state[views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
     assert model["model_name"] == "AnyModel"
     assert model["state"]["diff_html"]  # the selected pass's diff was rendered
+
+
+@pytest.mark.slow
+def test_course_notebook_without_solutions_says_not_yet_and_goes_on(tmp_path, monkeypatch):
+    """Run All with the exercises not done: each check says what is missing and the
+    notebook runs to its end, as a student would see it."""
+    monkeypatch.delenv("PASSLAB_SOLUTIONS", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    path = next(p for p in NOTEBOOKS if p.name == "07-passes-101.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=120, startup_timeout=60,
+                                     kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
+    assert [o.get("ename") for o in outs if o.output_type == "error"] == []
+    text = "".join(o.get("text", "") for o in outs if o.output_type == "stream")
+    assert "your own passes will be checked" in text
+    lines = [ln for ln in text.splitlines() if ln.startswith("not yet: ")]
+    assert lines == [
+        "not yet: (calls('relax.clip') & ~calls('relax.nn.relu')) is false after your pass",
+        "not yet: check 'no relax.multiply* ops after fold_multiply_by_one' fails after user "
+        "pass 'fold_multiply_by_one' (step #7, stage legalize): function main still "
+        "calls relax.multiply after fold_multiply_by_one",
+        "not yet: (has_function('add_relu') & ~calls('relu')) is false after your pass"]

@@ -98,10 +98,10 @@ def _dump(trace: Trace, folder: Any, **kwargs: Any) -> Any:
     return export_dump(trace, folder, **kwargs)
 
 
-def _report(trace: Trace, path: Any) -> Any:
+def _report(trace: Trace, path: Any, profile: Any = None) -> Any:
     from passlab.views.report import write_report
 
-    return write_report(trace, path)
+    return write_report(trace, path, profile=profile)
 
 
 def _with_backend(pipe: Pipeline, backend: Any) -> Pipeline:

@@ -174,22 +174,28 @@ def _cmd_report(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     status = 0
     try:
-        trace = build(mod, pipe).trace
+        built = build(mod, pipe)
+        trace = built.trace
     except BuildError as err:
         trace = err.trace
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"passlab: build failed: {first}", file=sys.stderr)
         status = 1
-    built = time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    # --profile: the report's "Run time" section (a failed build has nothing to time)
+    prof = built.profile(repeat=args.repeat) if args.profile and status == 0 else None
     title = f"{args.model} ({args.variant}, {pipe.target})"
     if pipe.user_passes:
         title += " + " + ", ".join(e.name for e in pipe.user_passes)
     start = time.perf_counter()
     out = write_report(trace, args.output, title=title,
-                       max_functions=None if args.all_functions else REPORT_FUNCTIONS)
+                       max_functions=None if args.all_functions else REPORT_FUNCTIONS,
+                       profile=prof)
     took = time.perf_counter() - start
     size = out.stat().st_size
-    print(f"recorded {len(trace)} pass calls in {built:.2f} s; wrote the report in {took:.2f} s")
+    print(f"recorded {len(trace)} pass calls in {seconds:.2f} s; wrote the report in {took:.2f} s")
+    if prof is not None:
+        print(prof.summary())
     print(f"wrote {out} ({_size_text(size)})")
     return status
 
@@ -232,6 +238,66 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     index = result.to_html(Path(args.output) / "index.html")
     print(f"wrote {index} (every job's report and trace are linked from it)")
     return 0 if all(r.status == "ok" for r in result) else 1
+
+
+def _profile_pipeline(spec: str | None, target: str) -> Any:
+    """The pipeline of ``profile``/``attribute``: the default, or a ``--pipeline`` spec."""
+    from passlab.pipeline import Pipeline
+
+    return Pipeline.default(target) if spec is None else _sweep_pipeline(spec, target)[1]
+
+
+def _input_arrays(paths: list[str]) -> list[Any]:
+    """``--inputs``: .npy files, read without pickles."""
+    import numpy as np
+
+    out = []
+    for p in paths:
+        try:
+            out.append(np.load(p, allow_pickle=False))
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--inputs {p!r}: not a readable .npy array file ({exc}); save "
+                           "each input with numpy.save('x.npy', array)") from None
+    return out
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from passlab.errors import BuildError
+    from passlab.models.importers import resolve_model
+    from passlab.recording.build import build
+
+    pipe = _profile_pipeline(args.pipeline, args.target)
+    try:
+        built = build(resolve_model(args.model), pipe)
+    except BuildError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"passlab: build failed: {first}", file=sys.stderr)
+        return 1
+    prof = built.profile(*_input_arrays(args.inputs), repeat=args.repeat, seed=args.seed)
+    print(prof.to_text())
+    return 0
+
+
+def _cmd_attribute(args: argparse.Namespace) -> int:
+    from passlab.research.attribute import attribute
+
+    pipe = _profile_pipeline(args.pipeline, args.target)
+    inputs = _input_arrays(args.inputs) if args.inputs else args.seed
+    result = attribute(args.model, pipe, passes=args.passes, inputs=inputs,
+                       repeat=args.repeat, workers=args.workers, progress=True)
+    print(result.to_text())
+    return 0 if result.status == "ok" else 1
+
+
+def _positive(text: str) -> int:
+    """``--repeat``, ``--workers``: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -300,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--all-functions", action="store_true",
                    help="print every changed function in each pass diff (default: the first "
                         "24, naming the others)")
+    r.add_argument("--profile", action="store_true",
+                   help="time the build (each kernel alone, and end to end) and add a "
+                        "\"Run time\" section")
+    r.add_argument("--repeat", type=_positive, default=10,
+                   help="with --profile: repeats of each timing (default 10)")
     r.set_defaults(func=_cmd_report)
 
     s = sub.add_parser("sweep", help="build every model with every pipeline in worker "
@@ -316,6 +387,31 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder for every job's trace, report and record, and index.html; "
                         "a rerun builds only the jobs not finished there")
     s.set_defaults(func=_cmd_sweep)
+
+    for name, what in (("profile", "build a model and time it: the end-to-end run, each "
+                                   "kernel alone (calls, share, GFLOP/s, GB/s) with the "
+                                   "operators it holds and the passes that shaped it"),
+                       ("attribute", "which pass costs or saves run time: build without "
+                                     "each pass in worker processes, check the outputs, "
+                                     "profile, print one row per pass")):
+        t = sub.add_parser(name, help=what)
+        t.add_argument("model", metavar="MODEL",
+                       help=f"a built-in model ({', '.join(models.NAMES)}) or a model file")
+        t.add_argument("--pipeline", metavar="SPEC", default=None,
+                       help=f"the pipeline: {_SWEEP_FORM} (default: default)")
+        t.add_argument("--repeat", type=_positive, default=10,
+                       help="repeats of each timing (default 10)")
+        t.add_argument("--inputs", nargs="+", default=[], metavar="NPY",
+                       help="input arrays as .npy files (default: random, --seed)")
+        t.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+        t.add_argument("--target", default="llvm", help=_TARGET_HELP)
+        if name == "attribute":
+            t.add_argument("--passes", default=None, metavar="A,B",
+                           help="the passes to disable one at a time (default: every "
+                                "enabled Relax pass)")
+            t.add_argument("--workers", type=_positive, default=None,
+                           help="worker processes (default: the CPU count)")
+        t.set_defaults(func=_cmd_profile if name == "profile" else _cmd_attribute)
 
     e = sub.add_parser("export", help="write a notebook as one HTML file whose widgets "
                                       "(the Explorer) render offline")

@@ -94,3 +94,16 @@ def test_attribute_bad_input():
     with pytest.raises(SweepError, match="cannot travel to a worker process"):
         passlab.attribute("mlp", passlab.Pipeline.default("llvm").insert(
             lambda mod: mod, after="legalize"), passes=["FuseOps"])
+
+
+@pytest.mark.slow
+def test_cli_attribute_prints_the_pass_table(capsys):
+    from passlab.cli import main
+
+    assert main(["attribute", "mlp", "--passes", "FuseOps", "--workers", "1",
+                 "--repeat", "1"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("mlp on llvm: ") and "1 passes disabled" in lines[0]
+    assert lines[3].split()[:2] == ["FuseOps", "ok"] and "4 -> 7" in lines[3]
+    assert "[2/2] mlp" in captured.err

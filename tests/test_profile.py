@@ -160,3 +160,43 @@ def test_gpu_target_without_its_device():
     b = passlab.build(passlab.models.mlp(), passlab.Pipeline.default("cuda"))
     with pytest.raises(DeviceUnavailableError, match="no cuda device here"):
         b.profile(repeat=1)
+
+
+def test_report_has_a_run_time_section(mlp_build, mlp_profile, tmp_path):
+    out = mlp_build.trace.to_html(tmp_path / "r.html", profile=mlp_profile)
+    html = out.read_text()
+    assert html.count('<section id="pl-runtime">') == 1 and "<h2>Run time</h2>" in html
+    assert "Time per source operator" in html and 'class="passlab-profile-plot"' in html
+    plain = mlp_build.trace.to_html(tmp_path / "plain.html").read_text()
+    assert 'id="pl-runtime"' not in plain
+
+
+def test_cli_profile_prints_the_kernel_table(capsys):
+    from passlab.cli import main
+
+    assert main(["profile", "mlp", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("forward on llvm: ") and "fused_matmul_add_relu" in out
+    with pytest.raises(SystemExit):
+        main(["profile", "mlp", "--repeat", "0"])
+    assert "is not a whole number of at least 1" in capsys.readouterr().err
+
+
+def test_cli_profile_inputs_from_npy(tmp_path, capsys):
+    from passlab.cli import main
+
+    np.save(tmp_path / "x.npy", np.ones((4, 16), "float32"))
+    assert main(["profile", "mlp", "--repeat", "1", "--inputs", str(tmp_path / "x.npy")]) == 0
+    assert "fused_matmul1_add1" in capsys.readouterr().out
+    (tmp_path / "bad.npy").write_text("not numpy")
+    assert main(["profile", "mlp", "--inputs", str(tmp_path / "bad.npy")]) == 2
+    assert "not a readable .npy array file" in capsys.readouterr().err
+
+
+def test_cli_report_profile(tmp_path, capsys):
+    from passlab.cli import main
+
+    out = tmp_path / "r.html"
+    assert main(["report", "mlp", "--profile", "--repeat", "1", "-o", str(out)]) == 0
+    assert "forward on llvm: " in capsys.readouterr().out
+    assert '<section id="pl-runtime">' in out.read_text()

@@ -512,12 +512,14 @@ class Trace(NamedSequence[Step], _render.Displayable):
             out += f"\n({hidden} wrapper and inner steps hidden: to_text(all_steps=True) shows them)"
         return out
 
-    def to_html(self, path: Any = None, all_steps: bool = False, explain: bool = False) -> str:
+    def to_html(self, path: Any = None, all_steps: bool = False, explain: bool = False,
+                profile: Any = None) -> str:
         """The pass table as HTML (``explain``: with each pass's card summary); with
-        ``path``, write the static report there instead (see :mod:`passlab.views.report`)
-        and return the path."""
+        ``path``, write the static report there instead (see :mod:`passlab.views.report`;
+        ``profile``, a ``build.profile()``, adds its "Run time" section) and return the
+        path."""
         if path is not None:
-            return _UPPER["report"](self, path)  # the report is a view over this data
+            return _UPPER["report"](self, path, profile=profile)  # a view over this data
         header, rows, classes, hidden = self._table(all_steps, explain)
         note = f"{hidden} wrapper and inner steps hidden" if hidden else ""
         return _render.html_table(header, rows, classes, caption=self.summary()) + (

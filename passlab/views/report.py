@@ -26,6 +26,7 @@ from passlab.analysis.diff import diff
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
 from passlab.views import _embed, _snapshots
+from passlab.views._report_runtime import runtime_section
 
 __all__ = ["write_report", "render_report"]
 
@@ -37,7 +38,7 @@ REPORT_FUNCTIONS = 24
 
 
 def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
-                 max_functions: int | None = REPORT_FUNCTIONS) -> Path:
+                 max_functions: int | None = REPORT_FUNCTIONS, profile: Any = None) -> Path:
     """Write the static report of ``trace`` to ``path`` and return the path.
 
     Parameters
@@ -51,6 +52,9 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
     max_functions
         Print at most this many changed functions per pass diff (default
         :data:`REPORT_FUNCTIONS`; the others are named); None prints them all.
+    profile
+        A :class:`passlab.research.profile.Profile` of the build (``build.profile()``):
+        adds a "Run time" section (kernel times, overhead, time per source operator).
 
     Returns
     -------
@@ -66,14 +70,14 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
     True
     """
     out = Path(path)
-    text = render_report(trace, title=title, max_functions=max_functions)
+    text = render_report(trace, title=title, max_functions=max_functions, profile=profile)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
 
 
 def render_report(trace: Trace, *, title: str | None = None,
-                  max_functions: int | None = REPORT_FUNCTIONS) -> str:
+                  max_functions: int | None = REPORT_FUNCTIONS, profile: Any = None) -> str:
     """The report of ``trace`` as one HTML document (see :func:`write_report`)."""
     title = title or "passlab report"
     failing = trace.failure.step if trace.failure is not None else None
@@ -92,6 +96,7 @@ def render_report(trace: Trace, *, title: str | None = None,
         _passes_section(trace, failing, set(diff_blocks), snap_of),
         _snapshots_section(panels),
         prov_section,
+        runtime_section(profile),
         code_section,
         _pipeline_section(trace),
         "".join(diff_blocks.values()),

@@ -1,0 +1,23 @@
+"""The report's "Run time" section (``trace.to_html(path, profile=p)``): a profile's bar
+chart, its kernel table and the time per source operator; the data and its HTML come
+from :class:`passlab.research.profile.Profile`, this module only places them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from passlab._render import esc
+
+
+def runtime_section(profile: Any) -> str:
+    """The section's HTML; empty without a profile."""
+    if profile is None:
+        return ""
+    by_source = profile.by_source()
+    return (f'<section id="pl-runtime"><h2>Run time</h2>'
+            f'<div class="pl-note">{esc(profile.summary())}. Each kernel is timed alone on '
+            "copies of its arguments; the runtime overhead is the same program with empty "
+            "kernels. Hover a bar for its sources and passes.</div>"
+            f'<div style="overflow-x:auto">{profile.plot().to_svg()}</div>'
+            f"{profile.to_html()}<h3>Time per source operator</h3>{by_source.to_html()}"
+            "</section>")

@@ -10,7 +10,7 @@ import pytest
 import passlab
 from passlab import Pipeline
 from passlab.backend import Backend
-from passlab.errors import DeviceUnavailableError
+from passlab.errors import DeviceUnavailableError, UnknownNameError
 
 KERNELS = ("fused_matmul1_add1", "fused_matmul_add_relu", "transpose", "transpose1")
 
@@ -73,6 +73,20 @@ def test_c_target_generates_c_function_bodies(mlp):
     assert body.rstrip().endswith("}") and "return 0;" in body
     with pytest.raises(DeviceUnavailableError, match="the 'c' target generates C source"):
         b.run()
+
+
+def test_a_misspelt_kernel_is_named_with_close_matches(cpu):
+    # issue 22 item 15: build.source(kernel="typo") returned ""
+    with pytest.raises(UnknownNameError) as err:
+        cpu.source(kernel="fused_matmul_add_rel")
+    assert str(err.value) == (
+        "unknown kernel 'fused_matmul_add_rel'; did you mean 'fused_matmul_add_relu', "
+        "'fused_matmul1_add1'? Known "
+        "kernel names: fused_matmul1_add1, fused_matmul_add_relu, transpose, transpose1. (the "
+        "TIR kernels compiled for llvm)")
+    with pytest.raises(KeyError, match="unknown kernel 'typo'. Known kernel names"):
+        cpu.trace.code.kernel("typo", "asm")
+    assert isinstance(err.value, ValueError)
 
 
 def test_cuda_kernels_and_thread_bindings_on_a_cpu_machine(cuda):

@@ -187,6 +187,47 @@ def test_codegen_fails_in_vm_codegen(tmp_path):
     assert_reproduces(err, tmp_path)
 
 
+def poison_transpose1(mod):
+    """A TIR pass at the end of host_finalize: an intrinsic LLVM cannot emit in one kernel."""
+    from tvm import tirx
+
+    out = {}
+    for gv, f in mod.functions.items():
+        if gv.name_hint == "transpose1":
+            call = tirx.call_intrin("float32", "tirx.tvm_warp_shuffle", 0,
+                                    tirx.const(1.0, "float32"), 0, 32, 32)
+            f = f.with_body(tirx.SeqStmt([tirx.Evaluate(call), f.body]))
+        out[gv] = f
+    return tvm.IRModule(out, attrs=mod.attrs)
+
+
+def test_codegen_failure_names_the_kernel_and_its_reproducer_compiles_it():
+    # issue 22 item 12: "build failed in codegen ... unknown intrinsic" named no kernel
+    err = fails(Pipeline.default("llvm").insert(poison_transpose1, after="host_finalize"))
+    f = err.failure
+    assert (f.where, err.step, f.error_type) == ("codegen", None, "InternalError")
+    assert f.message.startswith("unknown intrinsic ir.Op(") and "tvm_warp_shuffle" in f.message
+    assert f.note == ("the code generator fails on kernel 'transpose1' compiled alone, the "
+                      "output of the host_finalize stage: passlab.reproducer(err) compiles "
+                      "just that kernel")
+    assert str(err).splitlines()[1] == f"({f.note})"
+    assert_kept_up_to_failure(err)
+    r = reproducer(err)
+    assert (r.label, r.kernel, r.expect, r.recipe) == (
+        "codegen of kernel 'transpose1'", "transpose1", "error", "codegen")
+    assert "KERNEL = 'transpose1'\nFUNCTION = 'transpose1'\n" in r.text
+    assert "generate(mod, target)" in r.text and "relax.build" not in r.text
+    # a failure before the TIR stage (VM codegen) names no kernel
+    vm = fails(Pipeline.default("llvm").remove("LegalizeOps"))
+    assert vm.failure.note == "" and reproducer(vm).kernel == ""
+
+
+@pytest.mark.slow
+def test_the_named_kernels_reproducer_fails_the_same_way(tmp_path):
+    err = fails(Pipeline.default("llvm").insert(poison_transpose1, after="host_finalize"))
+    assert_reproduces(err, tmp_path)  # the kernel alone, through target.build.llvm
+
+
 @pytest.mark.slow
 def test_codegen_fails_for_a_target_without_its_toolchain():
     try:

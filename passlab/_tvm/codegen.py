@@ -190,3 +190,30 @@ def runnable(kind: str) -> str | None:
         return (f"no {device} device on this machine: code for {kind!r} was generated and "
                 f"can be inspected (build.source()); build for 'llvm' to run on this CPU")
     return None
+
+
+def compile_alone(module: Any, name: str) -> BaseException | None:
+    """Run the code generator (``target.build.<kind>``, what ``tvm.tirx.build`` ends
+    with) on function ``name`` of a lowered TIR ``module`` alone, for the target bound to
+    that function; the exception it raised, or None when it compiled."""
+    import tvm
+
+    gv = module.get_global_var(name)
+    func = module[gv]
+    target = func.attrs.get("target") if func.attrs is not None else None
+    if target is None:
+        return ValueError(f"function {name!r} has no target attribute (not lowered)")
+    try:
+        build = tvm.get_global_func(f"target.build.{target.kind.name}")
+        build(tvm.IRModule({gv: func}, attrs=module.attrs), target)
+    except Exception as exc:  # noqa: BLE001 - what the caller wants to know
+        return exc
+    return None
+
+
+def single_function(module: Any, name: str) -> Any:
+    """``module`` with only function ``name`` (and the module's attributes)."""
+    import tvm
+
+    gv = module.get_global_var(name)
+    return tvm.IRModule({gv: module[gv]}, attrs=module.attrs)

@@ -211,6 +211,8 @@ class Reproducer(_render.Displayable):
     recipe: str
     error: str = ""
     notes: tuple[str, ...] = ()
+    #: the kernel a code-generation failure is reproduced on ("" for the others)
+    kernel: str = ""
 
     def write(self, path: str | Path | None = None) -> Path:
         """Write the script to ``path`` (a file, or a folder that gets ``self.name``)."""
@@ -463,7 +465,16 @@ def _script(step: Any, about: dict[str, str], trace: Any, target: str, recipe: P
 
 
 def _codegen_reproducer(trace: Any, module: str) -> Reproducer:
-    """Codegen failed after every pass: rebuild from the Relax pipeline's output."""
+    """Codegen failed after every pass: compile the kernel that fails alone, or rebuild
+    from the Relax pipeline's output when no single kernel does."""
+    from passlab.recording.codegen import codegen_culprit
+
+    try:
+        culprit = codegen_culprit(trace)
+    except Exception:  # noqa: BLE001 - the whole-module reproducer still works
+        culprit = None
+    if culprit is not None:
+        return _kernel_reproducer(trace, culprit, module)
     last = [s for s in trace if s.depth == 0 and s.level == "relax" and s.after is not None]
     if not last:
         raise ValueError("the build failed before any pass finished: there is no module to "
@@ -488,3 +499,29 @@ def _codegen_reproducer(trace: Any, module: str) -> Reproducer:
            "print('code generation did not fail here', file=sys.stderr)", "sys.exit(3)"]
     return Reproducer("\n".join(out) + "\n", "reproduce_codegen.py", "codegen", "error", mode,
                       "codegen", error, tuple(notes))
+
+
+def _kernel_reproducer(trace: Any, culprit: Any, module: str) -> Reproducer:
+    """Code generation fails on one kernel: the script holds that lowered function alone
+    and runs the target's code generator on it, as ``tvm.tirx.build`` ends."""
+    mode, mod_code, why = module_code(culprit.module, module=module)
+    f = trace.failure
+    error = f"{f.error_type}: {f.message}"
+    notes = [f"the module travels as TVM JSON: {why}"] if why and why != "asked for" else []
+    about = {"PASS": "codegen", "KERNEL": culprit.kernel, "FUNCTION": culprit.function,
+             "STEP": (f"code generation failed after every recorded pass finished; this "
+                      f"compiles the function {culprit.function!r} of kernel "
+                      f"{culprit.kernel!r} alone, as the {culprit.stage} stage left it")}
+    out = [*_header(about, trace, target_of(trace),
+                    error.splitlines()[0] if error else "an error", error, notes),
+           "import sys", "", "import tvm", "",
+           _section("the kernel's lowered function, as the code generator received it"),
+           mod_code, "", "",
+           _section("the target's code generator, as tvm.tirx.build runs it"),
+           "target = mod[FUNCTION].attrs['target']",
+           "generate = tvm.get_global_func('target.build.' + target.kind.name)",
+           "generate(mod, target)",
+           "print('code generation did not fail here', file=sys.stderr)", "sys.exit(3)"]
+    return Reproducer("\n".join(out) + "\n", "reproduce_codegen.py",
+                      f"codegen of kernel {culprit.kernel!r}", "error", mode, "codegen", error,
+                      tuple(notes), kernel=culprit.kernel)

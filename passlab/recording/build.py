@@ -27,7 +27,7 @@ from passlab.errors import BuildError, CheckError, DeviceUnavailableError, UserP
 from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
-from passlab.recording.codegen import GeneratedCode, codegen_step
+from passlab.recording.codegen import GeneratedCode, codegen_step, name_codegen_failure
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
 
@@ -147,6 +147,8 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
                                                      [b._kernels for b in earlier])
     except BaseException as exc:
         trace = run.trace(exc)
+        if isinstance(exc, Exception):  # a codegen failure names the kernel it fails on
+            trace = name_codegen_failure(trace, tgt.kind.name)
         if bar is not None:
             bar.close(f"failed after {len(trace)} pass calls")
         found = _violations(trace, checks) if isinstance(exc, Exception) else ()

@@ -12,14 +12,18 @@ and kept once read.
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render, _tvm
 from passlab._tvm import codegen as _codegen
-from passlab.errors import unknown
+from passlab.errors import first_line, unknown
 
-__all__ = ["GeneratedCode", "TargetSupport", "codegen_step", "targets"]
+__all__ = ["CodegenCulprit", "GeneratedCode", "TargetSupport", "codegen_culprit",
+           "codegen_step", "name_codegen_failure", "targets"]
 
 #: Lines of one source shown in text and HTML views before "shown N of M".
 MAX_LINES = 400
@@ -120,7 +124,12 @@ class GeneratedCode(_render.Displayable):
     def kernel(self, name: str, kind: str | None = None) -> str:
         """The generated code of TIR kernel ``name``: its functions (the kernel itself,
         the packed wrapper, a GPU target's device kernels) in ``kind``, or in every kind
-        that has some, each under a ``// <kind>`` heading. Empty when none was found."""
+        that has some, each under a ``// <kind>`` heading. Empty when that kernel has no
+        function in ``kind``; a name that is no compiled kernel raises
+        :class:`~passlab.errors.UnknownNameError` with close matches."""
+        if name not in self.kernels:
+            raise unknown("kernel", name, self.kernels,
+                          extra=f"(the TIR kernels compiled for {self.target_kind})")
         kinds = [kind] if kind is not None else list(self.kinds)
         parts = []
         for k in kinds:
@@ -168,6 +177,111 @@ class GeneratedCode(_render.Displayable):
 
     def __repr__(self) -> str:
         return f"<GeneratedCode {self.target_kind}: {len(self.kernels)} kernels>"
+
+
+@dataclass(frozen=True)
+class CodegenCulprit:
+    """The kernel a failed code generation fails on when compiled alone: ``kernel`` (the
+    TIR kernel), ``function`` (its lowered function that fails: the kernel itself, or a
+    GPU target's ``<kernel>_kernel``), ``stage`` (the TIR stage whose output the code
+    generator received: "host_finalize" or "device_finalize"), ``message`` (what the code
+    generator said) and ``module`` (that function alone, as it received it)."""
+
+    kernel: str
+    function: str
+    stage: str
+    message: str
+    module: Any = dataclasses.field(repr=False, compare=False)
+
+    def to_text(self) -> str:
+        alone = f" (function {self.function!r})" if self.function != self.kernel else ""
+        return (f"the code generator fails on kernel {self.kernel!r}{alone} compiled alone, "
+                f"the output of the {self.stage} stage")
+
+
+#: TIR stages whose output the code generators receive, device code first (a GPU
+#: target's kernels are where its code generator fails most).
+_FINAL_STAGES = ("device_finalize", "host_finalize")
+
+
+def _final_module(trace: Any, stage: str) -> Any:
+    steps = [s for s in trace if s.stage == stage and s.after is not None and not s.failed]
+    whole = [s for s in steps if s.name == stage]  # the stage's own step: its whole output
+    pick = whole[-1] if whole else (steps[-1] if steps else None)
+    return None if pick is None else pick.after
+
+
+#: What :func:`codegen_culprit` found per trace (it compiles kernels: seconds on a large
+#: model), so that the build's error and the reproducer compile them once.
+_CULPRITS: weakref.WeakKeyDictionary[Any, CodegenCulprit | None] = weakref.WeakKeyDictionary()
+
+
+def codegen_culprit(trace: Any) -> CodegenCulprit | None:
+    """For a trace that failed in code generation: compile its lowered kernels one at a
+    time and return the first that fails alone with the build's error (None when the
+    failure is not in code generation, no kernel fails alone that way, or every function
+    of that module fails, e.g. a target without its toolchain)."""
+    try:
+        return _CULPRITS[trace]
+    except (KeyError, TypeError):
+        pass
+    found = _culprit(trace)
+    try:
+        _CULPRITS[trace] = found
+    except TypeError:  # not weakly referenceable: not cached
+        pass
+    return found
+
+
+def _culprit(trace: Any) -> CodegenCulprit | None:
+    f = trace.failure
+    if f is None or f.where != "codegen" or f.step is not None:
+        return None
+    expected = f.message.strip().splitlines()[0].strip() if f.message.strip() else ""
+    host = _final_module(trace, "host_finalize")
+    if host is None or not expected:
+        return None
+    kernels = [gv.name_hint for gv in host.get_global_vars()]
+    for stage in _FINAL_STAGES:
+        mod = trace_module = _final_module(trace, stage)
+        if trace_module is None:
+            continue
+        names = sorted(gv.name_hint for gv in mod.get_global_vars())
+        found, compiled = None, 0
+        for name in names:
+            exc = _codegen.compile_alone(mod, name)
+            if exc is None:
+                compiled += 1
+            elif found is None and first_line(exc).strip() == expected:
+                found = (name, exc)
+            if found is not None and compiled:
+                break
+        if found is not None and (compiled or len(names) == 1):
+            name, exc = found
+            return CodegenCulprit(_codegen.kernel_of(name, kernels) or name, name, stage,
+                                  first_line(exc), _codegen.single_function(mod, name))
+    return None
+
+
+def name_codegen_failure(trace: Any, target_kind: str) -> Any:
+    """``trace`` with its code-generation failure naming the kernel that fails alone
+    (:func:`codegen_culprit`) in its note; ``trace`` itself when none is found or the
+    target has no working code generator here."""
+    if _codegen.codegen_status(target_kind) != "available":
+        return trace
+    try:
+        culprit = codegen_culprit(trace)
+    except Exception:  # noqa: BLE001 - naming the kernel is a help, never a second failure
+        return trace
+    if culprit is None:
+        return trace
+    f = trace.failure
+    note = "; ".join(n for n in (f.note, culprit.to_text() + ": passlab.reproducer(err) "
+                                 "compiles just that kernel") if n)
+    named = type(trace)(list(trace), {**trace._meta, "failure": dataclasses.replace(f, note=note)},
+                        adopt=True)
+    _CULPRITS[named] = culprit
+    return named
 
 
 def codegen_step(step_cls: Any, index: int, module: Any, code: GeneratedCode,

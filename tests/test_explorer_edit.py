@@ -175,3 +175,63 @@ def test_edits_by_position(mlp_build):
     assert "BindParams" not in known_passes()  # needs arguments
     assert Edit("up", 4).to_text(pipe) == "move up #4 FoldConstant"
     assert s.pipeline.names == pipe.names and s.to_html().startswith('<div class="plx-edit">')
+
+
+SIGNATURE_PASSES = {  # what each does to forward(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias)
+    "BundleModelParams": "forward(x, model_params)",
+    "LiftTransformParams": "forward(x, fc1.bias, fc2.bias, permute_dims, permute_dims1)",
+    "LazyGetInput": "forward(x, fget_param)",
+    "LazySetOutput": "forward(x, fset_output, fc1.weight, fc1.bias, fc2.weight, fc2.bias)",
+}
+
+
+@pytest.mark.parametrize("name", list(SIGNATURE_PASSES))
+def test_an_edit_that_changes_the_entry_signature_is_kept_and_says_why(mlp_build, name):
+    # issue 22 item 11: the A/B comparison raised TVM's error and the run was lost
+    import tvm
+
+    ex = Explorer(mlp_build, tab="edit")
+    pass_ = getattr(tvm.relax.transform, name)()
+    edited = mlp_build.pipeline.insert(pass_, after="FuseTIR")
+    if name == "LazySetOutput":  # its impure callback inside a dataflow block is ill-formed
+        with pytest.warns(RuntimeWarning, match="Impure function call fset_output"):
+            r = ex.edit(edited)
+    else:
+        r = ex.edit(edited)
+    assert isinstance(r, Rerun) and len(ex.history) == 2 and ex.history[1].build is r
+    assert ex.edit_shown == 1 and ex.trace is r.trace
+    result = ex.history[1].result
+    assert result.ok and result.max_abs_diff is None and result.max_abs_diff_original is None
+    ret = 'R.Tensor((4, 8), dtype="float32")' if name != "LazySetOutput" else "R.Tuple"
+    assert result.not_compared == (
+        "the edit changed the entry function's signature: A's is forward(x, fc1.weight, "
+        f'fc1.bias, fc2.weight, fc2.bias) -> R.Tensor((4, 8), dtype="float32"), B\'s is '
+        f"{SIGNATURE_PASSES[name]} -> {ret}, so they cannot run on the same inputs (passes "
+        "such as BundleModelParams, LiftTransformParams, LazyGetInput and LazySetOutput "
+        "change it; B's build and trace are kept in the history)")
+    text = result.to_text().splitlines()
+    assert text[4].split() == ["outputs:", "max", "abs", "diff", "vs", "A", "not", "compared"]
+    assert text[-2] == "outputs not compared: " + result.not_compared
+    assert ("Outputs not compared: the edit changed the entry function&#x27;s signature"
+            in ex.edit_html)
+    # an edit from there back to the recorded pipeline compares with the original
+    back = ex.edit(mlp_build.pipeline.disable("FoldConstant"))
+    last = ex.history[2].result
+    assert back is ex.history[2].build and last.max_abs_diff is None
+    assert last.max_abs_diff_original == 0.0 and last.not_compared.startswith(
+        f"the edit changed the entry function's signature: A's is {SIGNATURE_PASSES[name]}")
+
+
+def test_register_pass_refuses_a_name_that_is_no_text(mlp_build):
+    # issue 22 item 15: register_pass(fn, 5) stored the pass under 5 and broke the pane
+    ex = Explorer(mlp_build, tab="edit")
+    for bad in (5, "", "  ", b"peek"):
+        with pytest.raises(TypeError, match=(
+                r"register_pass\(fn, name\): name is the text the Edit pane offers the pass "
+                rf"under, e.g. 'my_pass', not {bad!r}")):
+            ex.register_pass(peek, bad)
+    assert ex._session.registered == {}
+    assert ex.register_pass(lambda mod: mod) == "user_lambda"
+    assert ex.register_pass(peek, "look") == "look"
+    assert list(ex._session.registered) == ["user_lambda", "look"]
+    assert '<option value="look">look</option>' in ex.edit_html

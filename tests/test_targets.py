@@ -75,6 +75,19 @@ def test_every_form_is_taken_by_pipeline_and_build(mlp_build):
         passlab.build(passlab.models.mlp(), Pipeline.default("llvm"), target="llvm -mcpu=skylake")
 
 
+def test_tvms_dict_target_with_a_host_is_taken():
+    # issue 22 item 15: {"kind": "cuda", "host": {...}} raised (no string form for a host)
+    spec = {"kind": "cuda", "host": {"kind": "llvm"}}
+    label = Pipeline.default(spec).target
+    assert label == str(tvm.target.Target(spec)) and label.startswith('{"kind":"cuda"')
+    tgt = _tvm.target(label)
+    assert (tgt.kind.name, tgt.host.kind.name) == ("cuda", "llvm")
+    b = passlab.build(passlab.models.mlp(), target=spec)
+    assert b.trace.target == label and b.trace.code.kinds == ("llvm", "asm", "cuda")
+    assert "fused_matmul_add_relu_kernel(float* __restrict__" in b.source(
+        kernel="fused_matmul_add_relu")
+
+
 def test_c_target_builds_and_runs_mlp(mlp_build):
     pipe = Pipeline.default("c")
     assert (pipe.target, pipe.variant) == ("c", "fused")

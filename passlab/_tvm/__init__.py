@@ -249,7 +249,8 @@ def target_label(spec: Any, tgt) -> str:
     JSON form."""
     if isinstance(spec, str):
         return " ".join(spec.split())
-    if isinstance(spec, dict) and isinstance(spec.get("kind"), str):
+    if isinstance(spec, dict) and isinstance(spec.get("kind"), str) and not any(
+            isinstance(v, dict) for v in spec.values()):  # a host target has no string form
         parts = [spec["kind"]]
         for key, value in spec.items():
             if key == "kind":
@@ -263,8 +264,11 @@ def target_label(spec: Any, tgt) -> str:
                 text = str(value)
             parts.append(f"-{key}={text}")
         label = " ".join(parts)
-        if target_spec(label) == target_spec(spec):
-            return label
+        try:
+            if target_spec(label) == target_spec(spec):
+                return label
+        except ValueError:  # a value the string form cannot carry (spaces, "=")
+            pass
     return str(tgt)
 
 
@@ -575,6 +579,16 @@ def params(func) -> list[tuple[str, tuple, str]]:
         )
         out.append((p.name, shape, str(ty.dtype)))
     return out
+
+
+def signature(func) -> tuple[tuple[str, str], ...]:
+    """``((name, type), ...)`` of a Relax function's parameters and, last, ``("->",
+    return type)``: any parameter kind (tensors, tuples, callbacks), as TVM prints it."""
+    ret = func.ret_ty if hasattr(func, "ret_ty") else getattr(func, "ret_struct_info", None)
+    text = str(ret)
+    if text == "None" and len(getattr(ret, "fields", ()) or ()) == 0 and ret is not None:
+        text = "R.Tuple"  # the empty tuple type prints as "None" on its own
+    return tuple((p.name, str(p.ty)) for p in func.params) + (("->", text),)
 
 
 def virtual_machine(executable, device: str = "cpu"):

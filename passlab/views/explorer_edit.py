@@ -38,11 +38,16 @@ __all__ = ["ACTIONS", "Edit", "EditSession", "HistoryEntry", "ABResult", "known_
 
 
 # ------------------------------------------------------------------------ results
-def _measures(build: Build) -> dict[str, float | None]:
-    """Kernels (PrimFuncs) and liveness peak of the last Relax module, and build time."""
+def _last_relax(build: Build) -> Any:
+    """The module the Relax pipeline ended with (what the executable runs)."""
     relax = [s for s in build.trace if s.kind == "pass" and s.level == "relax"
              and s.after is not None]
-    module = relax[-1].after if relax else getattr(build, "snapshot", None)
+    return relax[-1].after if relax else getattr(build, "snapshot", None)
+
+
+def _measures(build: Build) -> dict[str, float | None]:
+    """Kernels (PrimFuncs) and liveness peak of the last Relax module, and build time."""
+    module = _last_relax(build)
     kernels = peak = None
     if module is not None:
         kernels = sum(1 for f in _tvm.functions(module).values() if _tvm.is_prim_func(f))
@@ -77,13 +82,18 @@ class ABResult(_render.Displayable):
     error: str = ""
     failed_step: str = ""
     reproducer: str = ""
+    #: why the outputs of A and B were not compared ("" when they were): an edit that
+    #: changes the entry function's signature (BundleModelParams, LiftTransformParams,
+    #: LazyGetInput, LazySetOutput), or a run that failed
+    not_compared: str = ""
 
     @property
     def ok(self) -> bool:
         return not self.error
 
     def _rows(self) -> list[list[str]]:
-        rows = [["outputs: max abs diff vs A", "", "", _num(self.max_abs_diff)]]
+        rows = [["outputs: max abs diff vs A", "", "",
+                 "not compared" if self.not_compared else _num(self.max_abs_diff)]]
         if self.max_abs_diff_original is not None:
             rows.append(["outputs: max abs diff vs the original", "", "",
                          _num(self.max_abs_diff_original)])
@@ -105,7 +115,9 @@ class ABResult(_render.Displayable):
             return (f"{head}\nfailed at {self.failed_step}: {self.error}"
                     + (f"\n\nreproducer:\n{self.reproducer}" if self.reproducer else ""))
         table = _render.text_table(["", "A", "B", "B - A"], self._rows())
-        return f"{head}\n{table}" + (f"\n{self.note}" if self.note else "")
+        notes = [n for n in (self.not_compared and f"outputs not compared: {self.not_compared}",
+                             self.note) if n]
+        return f"{head}\n{table}" + "".join(f"\n{n}" for n in notes)
 
     def to_html(self) -> str:
         head = (f'<div class="plx-ab-head">A: {html.escape(self.a)}<br>'
@@ -122,6 +134,9 @@ class ABResult(_render.Displayable):
                                    caption="A/B: the edited run against the build it was "
                                            "edited from")
         note = f'<div class="plx-note">{html.escape(self.note)}</div>' if self.note else ""
+        if self.not_compared:
+            note = (f'<div class="plx-warn plx-ab-uncompared">Outputs not compared: '
+                    f"{html.escape(self.not_compared)}</div>{note}")
         return f'<div class="plx-ab">{head}{table}{note}</div>'
 
 
@@ -197,8 +212,13 @@ class EditSession:
         if not callable(fn) or _tvm.is_pass(fn):
             raise TypeError("register_pass() takes a function IRModule -> IRModule, not "
                             f"{type(fn).__name__}; insert TVM passes by name")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise TypeError(f"register_pass(fn, name): name is the text the Edit pane "
+                            f"offers the pass under, e.g. 'my_pass', not {name!r}")
         n = name or getattr(fn, "__name__", "") or type(fn).__name__
-        self.registered[n if n != "<lambda>" else "user_lambda"] = fn
+        if not isinstance(n, str) or not n.strip() or n == "<lambda>":
+            n = "user_lambda"  # a callable object or a lambda: no usable __name__
+        self.registered[n] = fn
         return n
 
     def add(self, edit: Edit) -> None:
@@ -295,11 +315,41 @@ def _ab(prev: HistoryEntry, new: Build, label: str, original: Build) -> ABResult
     a_build = prev.build
     assert a_build is not None  # only entries that built are shown
     ma, mb = _measures(a_build), _measures(new)
-    out_a, out_b = a_build.run(), new.run()
-    diff_orig = None if a_build is original else max_abs_diff(original.run(), out_b)
+    diff = diff_orig = None
+    why = _incomparable(a_build, new)
+    with_original = a_build is not original and not _incomparable(original, new)
+    try:
+        if not why or with_original:
+            out_b = new.run()
+            diff = None if why else max_abs_diff(a_build.run(), out_b)
+            diff_orig = max_abs_diff(original.run(), out_b) if with_original else None
+    except Exception as exc:  # noqa: BLE001 - the run is kept; the result says why
+        diff = diff_orig = None
+        why = (f"running A and B on the same inputs failed "
+               f"({type(exc).__name__}: {first_line(exc)})")
     return ABResult(prev.label, label, tuple((k, ma[k], mb[k]) for k in ma),
-                    max_abs_diff(out_a, out_b), diff_orig,
-                    new.note if isinstance(new, Rerun) else "")
+                    diff, diff_orig, new.note if isinstance(new, Rerun) else "",
+                    not_compared=why)
+
+
+def _incomparable(a: Build, b: Build) -> str:
+    """Why ``a`` and ``b`` cannot run on the same inputs ("" when they can): their entry
+    functions differ in name, parameters or result."""
+    try:
+        ea, eb = a.entry, b.entry
+        sa, sb = (_tvm.signature((_last_relax(x) or x.module)[e]) for x, e in ((a, ea), (b, eb)))
+    except Exception as exc:  # noqa: BLE001 - no entry function to compare
+        return f"the entry functions could not be read ({type(exc).__name__}: {first_line(exc)})"
+    if ea == eb and sa == sb:
+        return ""
+
+    def shown(name: str, sig: tuple[tuple[str, str], ...]) -> str:
+        return f"{name}({', '.join(n for n, _ in sig[:-1])}) -> {sig[-1][1]}"
+
+    return (f"the edit changed the entry function's signature: A's is {shown(ea, sa)}, "
+            f"B's is {shown(eb, sb)}, so they cannot run on the same inputs (passes such as "
+            "BundleModelParams, LiftTransformParams, LazyGetInput and LazySetOutput change "
+            "it; B's build and trace are kept in the history)")
 
 
 # ---------------------------------------------------------------------- the pane

@@ -239,3 +239,17 @@ def test_explorer_bound_slider_redraws_with_bounds():
     assert ">peak 464.0 KiB</text>" in ex.buffers_html
     ex.selected = build.trace.find("FuseTIR").index  # the bound applies to every pass
     assert ex.symbols == ["n"] and "drawn with bounds n=128" in ex.buffers_html
+
+
+def test_a_change_that_rounds_to_nothing_is_not_a_move():
+    from passlab.analysis._column_plot import ColumnPlot
+
+    mib = 1024 * 1024
+    rows = ((0, "A", "s", 6.1 * mib, True), (1, "LegalizeOps", "s", 6.1 * mib + 300, True),
+            (2, "B", "s", 6.1 * mib + 600, True), (3, "Plan", "s", 4.7 * mib, True))
+    p = ColumnPlot("peak_bytes", rows)
+    assert [(m[1], p._fmt(m[2]), p._fmt(m[3])) for m in p.moves()] == [
+        ("Plan", "6.1 MiB", "4.7 MiB")]
+    # small steps that add up to a visible change are a move at the pass that tips it
+    creep = tuple((k, f"P{k}", "s", 10240.0 + 30 * k, True) for k in range(5))
+    assert [m[1] for m in ColumnPlot("peak_bytes", creep).moves()] == ["P2"]

@@ -234,3 +234,16 @@ def test_bad_input():
         buffers(42)
     step = SimpleNamespace(name="FuseTIR", before=None, after=mod)
     assert buffers(step).peak_bytes == 2560
+
+
+def test_a_planned_peak_above_the_tensors_peak_says_why(mlp_build):
+    r = buffers(mlp_build.trace.find("StaticPlanBlockMemory"))
+    assert (r.peak_bytes, r.tensor_peak_bytes) == (2688, 2560)
+    note = ("why the peak rose: planning needs 2.6 KiB where at most 2.5 KiB of tensors are "
+            "live at once (+128 B): a storage is as big as the largest tensor it ever holds "
+            "and stays live from its first to its last user, so at the peak storage 2.0 KiB "
+            "holding 1.0 KiB")
+    assert r.planned_peak_note() == note and note in r.to_text().splitlines()
+    before = buffers(mlp_build.trace.find("FuseTIR"))
+    assert before.tensor_peak_bytes == before.peak_bytes == 2560
+    assert before.planned_peak_note() == ""

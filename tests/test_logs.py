@@ -47,3 +47,12 @@ def test_a_gpu_build_says_it_once_in_its_trace_not_on_stderr(capfd):
     assert trace.warnings == (CUDA_SENTENCE,)
     assert trace.summary().splitlines()[1] == f"warning: {CUDA_SENTENCE}"
     assert "CUDA" not in capfd.readouterr().err
+
+
+def test_nested_blocks_are_told_apart_by_identity_not_content(capfd):
+    # three open blocks that kept nothing yet are equal dicts: each must close its own
+    with sorted_stderr() as outer, sorted_stderr():
+        with sorted_stderr():
+            pass
+        os.write(2, CUDA_LINE)
+    assert outer == [CUDA_SENTENCE]

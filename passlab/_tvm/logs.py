@@ -107,7 +107,7 @@ def sorted_stderr() -> Iterator[list[str]]:
         os.close(saved)
         if not reader.is_alive():
             os.close(read_end)
-        stack.remove(counts)
+        del stack[next(i for i, c in enumerate(stack) if c is counts)]  # not by ==
         if stack:  # inside another block: that one reports them
             for sentence, n in counts.items():
                 stack[-1][sentence] = stack[-1].get(sentence, 0) + n

@@ -49,14 +49,19 @@ class ColumnPlot(_render.Displayable):
 
     def moves(self) -> list[tuple[int, str, float | None, float]]:
         """``(step index, pass, value before, value after)`` of each pass that changed the
-        value, in pipeline order."""
+        value, in pipeline order. A change too small to show as shown (6.1 MiB -> 6.1 MiB)
+        is not a move; small changes that add up to one are, at the pass that tips it."""
         out: list[tuple[int, str, float | None, float]] = []
         prev: float | None = None
+        base: float | None = None  # the value as of the last move (or the first value)
         for i, name, _, v, _ in self.rows:
             if v is None:
                 continue
-            if prev is not None and v != prev:
+            if base is None:
+                base = v
+            elif v != prev and self._fmt(v) != self._fmt(base):
                 out.append((i, name, prev, v))
+                base = v
             prev = v
         return out
 

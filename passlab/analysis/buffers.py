@@ -102,6 +102,9 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
     source: str = ""
     #: every symbolic dimension the sizes depend on (with or without bounds)
     symbols: tuple[str, ...] = ()
+    #: the most bytes of tensors live at one binding, by the definition before planning,
+    #: whatever the regime: after planning, what the storages would need with no padding
+    tensor_peak_bytes: int = 0
 
     def _items(self) -> tuple[Tensor, ...]:
         return self.tensors
@@ -162,7 +165,31 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         if self.bounds:
             lines.append("bounds: " + ", ".join(f"{k}={v}" for k, v in self.bounds))
         lines.append(PEAK_DEFINITION[self.planned])
+        why = self.planned_peak_note()
+        if why:
+            lines.append(why)
         return lines
+
+    def planned_peak_note(self) -> str:
+        """Why the peak after planning exceeds the most bytes of tensors live at once,
+        in numbers ("" when it does not)."""
+        extra = self.peak_bytes - self.tensor_peak_bytes
+        if not self.planned or extra <= 0 or not self.peak_storages:
+            return ""
+        live: dict[str, int] = {}
+        for t in self.peak_tensors:  # an output's alloc_tensor is its own storage
+            block = t.storage if t.storage is not None else t.name
+            live[block] = live.get(block, 0) + (t.bytes or 0)
+        idle = sorted(self.peak_storages, key=lambda a: live.get(a.name, 0) - (a.bytes or 0))
+        worst = [f"{a.name} {_fmt(a.bytes, a.size)} holding "
+                 f"{_render.human_bytes(live.get(a.name, 0))}" for a in idle
+                 if (a.bytes or 0) > live.get(a.name, 0)]
+        shown = ", ".join(worst[:3]) + (f" and {len(worst) - 3} more" if len(worst) > 3 else "")
+        return (f"why the peak rose: planning needs {_render.human_bytes(self.peak_bytes)} where "
+                f"at most {_render.human_bytes(self.tensor_peak_bytes)} of tensors are live at "
+                f"once (+{_render.human_bytes(extra)}): a storage is as big as the largest "
+                "tensor it ever holds and stays live from its first to its last user, so at "
+                f"the peak {shown}")
 
     def _live_line(self) -> list[str]:
         """"live at peak": exactly what adds up to the peak (storages after planning)."""
@@ -381,4 +408,11 @@ def _report(results: list[_Result], names: list[str], bounds: dict[str, int] | N
         binding_calls=tuple((r.walk.function, r.calls) for r in results),
         source=source,
         symbols=tuple(symbols or ()),
+        tensor_peak_bytes=max((_tensor_peak(r) for r in results), default=0),
     )
+
+
+def _tensor_peak(r: _Result) -> int:
+    """The most bytes of tensors live at one binding of ``r`` (unknown sizes count 0)."""
+    size = {t.name: t.bytes or 0 for t in r.tensors}
+    return max((sum(size.get(n, 0) for n in names) for names in r.live_at), default=0)

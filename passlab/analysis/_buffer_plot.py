@@ -55,7 +55,10 @@ def _nice_max(top: float) -> tuple[float, float]:
 def _wrap(text: str, width: float) -> list[str]:
     """``text`` cut at spaces into lines that fit ``width`` pixels."""
     room = max(20, int((width - 8) / _CHAR_W))
-    return textwrap.wrap(text, room, subsequent_indent="  ") or [""]
+    # textwrap breaks a word longer than the line in quadratic time: cut such words first
+    words = [w[k:k + room - 2] for w in text.split(" ") for k in range(0, max(len(w), 1),
+                                                                        room - 2)]
+    return textwrap.wrap(" ".join(words), room, subsequent_indent="  ") or [""]
 
 
 def _title(lines: Sequence[str]) -> str:

@@ -50,8 +50,11 @@ def store_tensors(ir: str, weights: bool) -> tuple[str, dict[str, int]]:
             continue
         tensors += 1
         if not weights:
-            dropped += len(node["data"]) * 3 // 4
-            node["data"] = _placeholder(node["data"])
+            data = node["data"]
+            blob = len(data) * 3 // 4 - data[-2:].count("=")
+            ndim = _HEAD.unpack(base64.b64decode(data[:64])[:_HEAD.size])[4]
+            dropped += blob - _HEAD.size - 8 * ndim - 8  # the data, not the header
+            node["data"] = _placeholder(data)
         j = first.setdefault(node["data"], i)
         if j != i:
             alias[i] = j

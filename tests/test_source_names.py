@@ -16,9 +16,9 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 NAMES = ("/conv1/Conv", "/relu/Relu", "/Reshape", "/fc/Gemm")
 
 
-def onnx_cnn(named: bool = True):
+def onnx_cnn(named: bool = True, names: tuple[str, ...] = NAMES):
     """Conv (with bias) -> Relu -> Reshape -> Gemm, nodes named as torch.onnx.export
-    names them (or unnamed)."""
+    names them (or ``names``, or unnamed)."""
     rng = np.random.default_rng(0)
     weights = {"W": rng.standard_normal((4, 3, 3, 3)), "B": rng.standard_normal(4),
                "G": rng.standard_normal((256, 10)), "GB": rng.standard_normal(10)}
@@ -27,7 +27,7 @@ def onnx_cnn(named: bool = True):
     ops = [("Conv", ["x", "W", "B"], "c", {"pads": [1, 1, 1, 1]}), ("Relu", ["c"], "r", {}),
            ("Reshape", ["r", "S"], "f", {}), ("Gemm", ["f", "G", "GB"], "y", {})]
     nodes = [helper.make_node(op, ins, [out], name=name if named else "", **attrs)
-             for (op, ins, out, attrs), name in zip(ops, NAMES)]
+             for (op, ins, out, attrs), name in zip(ops, names)]
     graph = helper.make_graph(
         nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
@@ -140,3 +140,57 @@ def test_torch_ops_name_their_module_path_and_node(tmp_path):
     # two names in one span survive a saved trace
     loaded = load_trace(save_trace(build.trace, tmp_path / "net.zip"))
     assert passlab.provenance(loaded)["lv"].source == ("conv", "convolution")
+
+
+# ---------------------------------------------------------- parent paths, odd names
+def module_tree() -> passlab.analysis.provenance.Provenance:
+    """Provenance of a ResNet-like block structure, as passlab.load names a torch model:
+    layer1 (a Sequential: no op of its own) > layer1.0 (a block: its residual add) >
+    layer1.0.conv1 ..."""
+    from passlab.analysis.provenance import OpOrigin, Provenance
+
+    rows = [("lv", "layer1.0.conv1", "fused_conv2d_relu"), ("lv1", "layer1.0.bn1", "fused_bn"),
+            ("lv2", "layer1.0.conv2", "fused_conv2d1"), ("lv3", "layer1.0.bn2", "fused_bn1"),
+            ("lv4", "layer1.0", "fused_add_relu"), ("lv5", "layer1.1.conv1", "fused_conv2d2"),
+            ("lv6", "layer10.conv1", "fused_conv2d3")]
+    return Provenance("main", tuple(OpOrigin(op, "nn.conv2d", (k,), "kernel", source=(s, f"n{i}"))
+                                    for i, (op, s, k) in enumerate(rows)))
+
+
+def test_a_parent_path_matches_its_whole_subtree():
+    # issue 22 item 13: kernels_of("layer1.0") gave the block's own add only, and "layer1"
+    # (a container with no op of its own) raised
+    prov = module_tree()
+    assert prov.kernels_of("layer1.0") == ("fused_conv2d_relu", "fused_bn", "fused_conv2d1",
+                                           "fused_bn1", "fused_add_relu")
+    assert [o.op for o in prov.by_source("layer1")] == ["lv", "lv1", "lv2", "lv3", "lv4", "lv5"]
+    assert prov.kernels_of("layer1.0.conv1") == ("fused_conv2d_relu",)
+    assert prov.kernels_of("layer10") == ("fused_conv2d3",)  # not layer1's: no separator
+    assert prov.kernels_of("lv4") == ("fused_add_relu",)  # binding names still work
+    with pytest.raises(passlab.UnknownNameError) as err:
+        prov.kernels_of("layer1.O")
+    assert str(err.value).startswith(
+        "unknown source node 'layer1.O'; did you mean 'layer1.1', 'layer1.0', 'layer1'? "
+        "Known source node names: layer1, layer1.0, layer1.0.conv1, n0, layer1.0.bn1, ")
+    assert str(err.value).endswith(
+        "(ONNX node names or PyTorch module paths of the input, and their parent paths; "
+        "binding names such as 'lv', 'lv1' work too)")
+
+
+def test_an_onnx_node_name_holding_a_newline_stays_one_name():
+    # issue 22 item 13: names were joined by newlines in one SourceName, so this one came
+    # back as two nodes, "/layer1/conv" and "injected", neither a node of the model
+    names = ("/layer1/conv\ninjected", "/layer1/relu", '/Reshape ["x"]', "/fc/Gemm")
+    build = passlab.build(passlab.load(onnx_cnn(names=names)))
+    prov = passlab.provenance(build)
+    assert prov.sources == names
+    assert prov["lv"].source == ("/layer1/conv\ninjected",)
+    assert prov.kernels_of("/layer1") == ("fused_conv2d_add_relu",)
+    with pytest.raises(passlab.UnknownNameError, match="unknown source node 'injected'"):
+        prov.by_source("injected")
+    # what the span holds: a JSON list; an older trace's newline-joined text still reads
+    span = build.trace[0].before["main"].body.blocks[0].bindings[0].span
+    assert span.source_name.name == '["/layer1/conv\\ninjected"]'
+    assert _source_names._names("conv\nconvolution") == ("conv", "convolution")
+    assert _source_names._names('["a", "b\\nc"]') == ("a", "b\nc")
+    assert _source_names._names("[not json") == ("[not json",)

@@ -81,11 +81,11 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
         return tuple(dict.fromkeys(k for o in self.ops for k in o.kernels))
 
     def kernels_of(self, op: str) -> tuple[str, ...]:
-        """The kernels the operator call ``op`` (a binding name, or a source node name:
-        see :meth:`by_source`) ended up in."""
-        if not any(o.op == op for o in self.ops) and any(op in o.source for o in self.ops):
-            return tuple(dict.fromkeys(k for o in self.by_source(op) for k in o.kernels))
-        return self[op].kernels
+        """The kernels the operator call ``op`` (a binding name, or a source node name or
+        a parent path of some: see :meth:`by_source`) ended up in."""
+        if any(o.op == op for o in self.ops) or not self.sources:
+            return self[op].kernels
+        return tuple(dict.fromkeys(k for o in self.by_source(op) for k in o.kernels))
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -94,8 +94,10 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
 
     def by_source(self, name: str) -> tuple[OpOrigin, ...]:
         """The operator calls that came from the source model's node ``name`` (an ONNX
-        node name, a PyTorch module path), in program order."""
-        found = tuple(o for o in self.ops if name in o.source)
+        node name, a PyTorch module path) or from anywhere below it: a parent path
+        (``layer1.0``, ``/layer1/layer1.0``) matches its whole subtree, a container with
+        no operator of its own included. In program order."""
+        found = tuple(o for o in self.ops if any(_below(s, name) for s in o.source))
         if not found:
             if not self.sources:
                 raise UnknownNameError(
@@ -103,7 +105,10 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
                     "source node names (ONNX and PyTorch models imported with "
                     "passlab.load carry them, when their nodes have names); look "
                     "operators up by binding name instead", name, (), ())
-            raise unknown("source node", name, self.sources)
+            raise unknown("source node", name, _with_parents(self.sources), extra=(
+                "(ONNX node names or PyTorch module paths of the input, and their parent "
+                "paths; binding names such as "
+                f"{', '.join(repr(o.op) for o in self.ops[:2])} work too)"))
         return found
 
     def sources_of(self, kernel: str) -> tuple[str, ...]:
@@ -147,6 +152,31 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
                               "note": o.note}
                              | ({"source": ", ".join(o.source)} if self.sources else {})
                              for o in self.ops])
+
+
+#: What separates the parts of a source path: PyTorch module paths (``layer1.0.conv1``)
+#: and ONNX node names (``/layer1/layer1.0/conv1/Conv``).
+_PATH_SEPS = "./"
+
+
+def _below(source: str, name: str) -> bool:
+    """Whether source node ``source`` is ``name`` or lies in its subtree."""
+    if not name or not source.startswith(name):
+        return False
+    return (len(source) == len(name) or name[-1] in _PATH_SEPS
+            or source[len(name)] in _PATH_SEPS)
+
+
+def _with_parents(sources: tuple[str, ...]) -> tuple[str, ...]:
+    """``sources`` and every parent path of theirs (``layer1.0`` and ``layer1`` of
+    ``layer1.0.conv1``), in order of first appearance: what a lookup may name."""
+    out: dict[str, None] = {}
+    for s in sources:
+        cut = [i for i, c in enumerate(s) if c in _PATH_SEPS and i > 0]
+        for i in cut:
+            out.setdefault(s[:i], None)
+        out.setdefault(s, None)
+    return tuple(out)
 
 
 # ------------------------------------------------------------------------- tracking

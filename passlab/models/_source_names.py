@@ -6,8 +6,8 @@ values to the Relax expressions it made for them (the ONNX importer's ``_nodes``
 tensor name; the PyTorch importer's ``env``, by ``fx.Node``). :func:`capturing` keeps
 that table when the import ends; :func:`attach` then finds each expression among the
 bindings of ``main`` (by object identity, never by printed text) and writes the node's
-name into the binding's span (``Span(SourceName(name), ...)``; several names are joined
-by newlines). A binding a converter made on the way (the ``reshape`` of a Conv
+name into the binding's span (``Span(SourceName(text), ...)``, the text a JSON list of
+the names, so that no name, whatever it holds, can split into two). A binding a converter made on the way (the ``reshape`` of a Conv
 bias) belongs to the node whose result reads it. Spans are TVM's own record of where IR
 came from: they are not printed, structural equality and hashes ignore them, and
 ``tvm.ir.save_json`` (so a saved trace) keeps them. :func:`source_names` reads them back.
@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -65,15 +66,36 @@ def capturing(module: str, cls: str, method: str, attr: str) -> Iterator[list[An
             setattr(owner, method, original)
 
 
-#: Joins several names in one ``SourceName`` (a ``SequentialSpan`` would say the same,
-#: but TVM saves its ``source_name`` as null, which loading a saved trace refuses).
+#: Separated several names in one ``SourceName`` before names were written as a JSON
+#: list (traces saved then still read back): a name holding a newline split in two. (A
+#: ``SequentialSpan`` would say the same, but TVM saves its ``source_name`` as null,
+#: which loading a saved trace refuses.)
 _SEP = "\n"
+
+
+def _text(names: Sequence[str]) -> str:
+    """The ``SourceName`` text of ``names``: a JSON list (``["/conv1/Conv"]``), parsed
+    back as data by :func:`_names`, never split on what a name holds."""
+    return json.dumps(list(names), ensure_ascii=False)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """The names :func:`_text` wrote; other text (an older trace's newline-joined names,
+    a span some other tool wrote) is split the old way."""
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    return tuple(text.split(_SEP))
 
 
 def _span(names: Sequence[str]) -> Any:
     import tvm
 
-    return tvm.ir.Span(tvm.ir.SourceName(_SEP.join(names)), 0, 0, 0, 0)
+    return tvm.ir.Span(tvm.ir.SourceName(_text(names)), 0, 0, 0, 0)
 
 
 def _owners(func: Any, results: Sequence[tuple[Any, str]]) -> dict[int, tuple[str, ...]]:
@@ -142,5 +164,5 @@ def source_names(func: Any) -> dict[str, tuple[str, ...]]:
     for b in _ir.iter_bindings(func):
         source = getattr(b.span, "source_name", None)
         if source is not None and source.name:
-            out[str(b.var.name)] = tuple(source.name.split(_SEP))
+            out[str(b.var.name)] = _names(str(source.name))
     return out

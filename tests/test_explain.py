@@ -354,3 +354,20 @@ def test_cli_explain(capsys):
     assert len(listing) == 2 + len(ex.cards())
     assert cli.main(["explain", "LegalizeOps", "--html"]) == 0
     assert 'data-pass="LegalizeOps"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_plan_sentence_counts_the_storages_the_buffers_pane_lists():
+    import passlab
+    from passlab.analysis.buffers import buffers
+
+    plan = passlab.build(passlab.models.by_name("transformer-dynamic")).trace.find(
+        "StaticPlanBlockMemory")
+    e, r = plan.explain(), buffers(plan)
+    symbolic = [a for a in r.dynamic_allocations if a.op == "relax.memory.alloc_storage"]
+    # every memory block the pane lists is a storage or an allocation that stays
+    assert e.fact("storages") + e.fact("symbolic_storages") + e.fact("kept") \
+        == len(r.storages) == 11
+    assert e.fact("symbolic_storages") == len(symbolic) == 8
+    assert "now share 10 storages (80.0 KiB in the 2 of constant size, 8 symbolic); " \
+           "1 allocation stays" in e.sentence

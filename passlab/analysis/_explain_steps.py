@@ -217,16 +217,25 @@ def _call_tir_rewrite(c: _Ctx) -> Sentence:
 def _plan(c: _Ctx) -> Sentence:
     before, after = c.buffers("before"), c.buffers("after")
     storages = [a for a in after.allocations if a.op == ALLOC_STORAGE]
+    symbolic = [a for a in after.dynamic_allocations if a.op == ALLOC_STORAGE]
     kept = [a for a in after.allocations if a.op == ALLOC_TENSOR]
+    kept_symbolic = [a for a in after.dynamic_allocations if a.op == ALLOC_TENSOR]
     planned = c.a.planned_tensors
     planned_bytes = sum(a.bytes or 0 for a in before.allocations) - sum(a.bytes or 0 for a in kept)
     storage_bytes = sum(a.bytes or 0 for a in storages)
+    # the same storages the Buffers pane lists: constant-size ones with their bytes, and
+    # those whose size depends on a symbolic dimension
+    share = (f"{_plural(len(storages) + len(symbolic), 'storage')} "
+             f"({human_bytes(storage_bytes)} in the {len(storages)} of constant size, "
+             f"{len(symbolic)} symbolic)" if symbolic else
+             f"{_plural(len(storages), 'storage')} ({human_bytes(storage_bytes)})")
     return (f"StaticPlanBlockMemory: {_plural(planned, 'allocation')} "
-            f"({human_bytes(planned_bytes)}) now share {_plural(len(storages), 'storage')} "
-            f"({human_bytes(storage_bytes)}); {_plural(len(kept), 'allocation stays', 'allocations stay')} "
+            f"({human_bytes(planned_bytes)}) now share {share}; "
+            f"{_plural(len(kept) + len(kept_symbolic), 'allocation stays', 'allocations stay')} "
             "R.builtin.alloc_tensor (outputs, or sizes it cannot plan).",
             dict(planned=planned, planned_bytes=planned_bytes, storages=len(storages),
-                 storage_bytes=storage_bytes, kept=len(kept)))
+                 symbolic_storages=len(symbolic), storage_bytes=storage_bytes,
+                 kept=len(kept) + len(kept_symbolic)))
 
 
 def _lower_alloc(c: _Ctx) -> Sentence:

@@ -167,7 +167,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     _writable(Path(args.output))
     inserts = [_load_insert(spec) for spec in args.insert]
-    mod = resolve_model(args.model)
+    mod = resolve_model(args.model, trust=args.trust)
     pipe = Pipeline.default(args.target, variant=args.variant)
     for fn, where, anchor in inserts:
         pipe = pipe.insert(fn, **{where: anchor})
@@ -190,7 +190,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     out = write_report(trace, args.output, title=title,
                        max_functions=None if args.all_functions else REPORT_FUNCTIONS,
-                       profile=prof)
+                       full=args.full, profile=prof)
     took = time.perf_counter() - start
     size = out.stat().st_size
     print(f"recorded {len(trace)} pass calls in {seconds:.2f} s; wrote the report in {took:.2f} s")
@@ -221,10 +221,31 @@ def _sweep_pipeline(spec: str, target: str) -> tuple[str, Any]:
     return name, pipe
 
 
+_TRUST_HELP = ("read .pt2 model files that hold pickles or compiled code (this runs code "
+               "from the file: only for files you trust); without it they are refused")
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from passlab.research.sweep import sweep
 
-    pipes = dict(_sweep_pipeline(s, args.target) for s in args.pipeline or ["default"])
+    pipes: dict[str, Any] = {}
+    for spec in args.pipeline or ["default"]:
+        name, pipe = _sweep_pipeline(spec, args.target)
+        if name in pipes:
+            raise CliError(f"two --pipeline options are named {name!r}; give each pipeline "
+                           f"its own name ({_SWEEP_FORM})")
+        pipes[name] = pipe
 
     def show(row: Any, done: int, total: int) -> None:
         took = "" if row.build_s is None else f" in {row.build_s:.1f} s"
@@ -233,7 +254,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               flush=True)
 
     result = sweep(args.models, pipes, workers=args.workers, out=args.output,
-                   timeout=args.timeout, progress=show)
+                   timeout=args.timeout, progress=show, trust=args.trust)
     print(result.to_text())
     index = result.to_html(Path(args.output) / "index.html")
     print(f"wrote {index} (every job's report and trace are linked from it)")
@@ -363,9 +384,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="fused (default): get_default_pipeline; build: no fusion")
     r.add_argument("--target", default="llvm", help=_TARGET_HELP)
     r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
+    r.add_argument("--trust", action="store_true", help=_TRUST_HELP)
     r.add_argument("--all-functions", action="store_true",
                    help="print every changed function in each pass diff (default: the first "
                         "24, naming the others)")
+    r.add_argument("--full", action="store_true",
+                   help="write everything: every function, every step's row, every "
+                        "main-chain pass (default: the first 400, naming the rest)")
     r.add_argument("--profile", action="store_true",
                    help="time the build (each kernel alone, and end to end) and add a "
                         "\"Run time\" section")
@@ -381,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"a pipeline: {_SWEEP_FORM} (repeatable; default: default)")
     s.add_argument("--workers", type=int, default=None,
                    help="worker processes (default: the CPU count)")
-    s.add_argument("--timeout", type=float, default=None, help="seconds one job may take")
+    s.add_argument("--timeout", type=_seconds, default=None,
+                   help="seconds one job may take (a positive number)")
+    s.add_argument("--trust", action="store_true", help=_TRUST_HELP)
     s.add_argument("--target", default="llvm", help="llvm (default), cuda, rocm or metal")
     s.add_argument("-o", "--output", default="passlab-sweep",
                    help="folder for every job's trace, report and record, and index.html; "

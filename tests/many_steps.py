@@ -73,8 +73,9 @@ def with_inner(saved: Path, out: Path, n: int) -> Path:
 def with_main(saved: Path, out: Path, n: int) -> Path:
     m = _members(saved)
     data = json.loads(m["trace.json"])
-    mods = sorted({s["before"] for s in data["steps"] if s["kind"] == "pass"})
-    a, b = mods[len(mods) // 2], mods[len(mods) // 2 + 1]
+    # the model's input and LegalizeOps' output: every step changes the module
+    a = data["input"]
+    b = next(s["after"] for s in data["steps"] if s["name"] == "LegalizeOps")
     data["steps"] = _renumber([
         dict(index=k, name=f"Pass{k % 7}", depth=0, parent=None, stage="legalize",
              kind="pass", origin="tvm", occurrence=0, seconds=1e-4, failed=False,

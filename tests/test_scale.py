@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from many_steps import with_inner, with_main
 
 import passlab
 from passlab.views import explorer_panes as panes
-
-from many_steps import with_inner, with_main
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +48,7 @@ def test_explorer_opens_with_main_chain_rows_and_loads_the_rest_on_show_inner(in
     assert [r["i"] for r in ex.steps] == list(range(2096)) == ex.visible
     inner = next(r for r in ex.steps if r["label"] == "s_tir.LowerOpaqueBlock")
     assert (inner["label"], inner["depth"], inner["changed"], inner["summary"]) == (
-        "s_tir.LowerOpaqueBlock", 3, True, "~1")
+        "s_tir.LowerOpaqueBlock", 3, True, "-7 ~1")
     ex.show_inner = False  # the rows stay: nothing is computed twice
     assert (ex.steps_complete, len(ex.steps), ex.visible) == (True, 2096, main)
 
@@ -60,3 +59,40 @@ def test_small_trace_sends_every_row_at_once(mlp_build):
 
     ex = Explorer(mlp_build.trace)
     assert (ex.steps_complete, ex.step_count, len(ex.steps)) == (True, 96, 96)
+
+
+@pytest.mark.slow
+def test_report_of_20000_main_chain_steps_is_bounded(saved, tmp_path):
+    # issue 22 2(d): a 170 KB file of 20,000 changed main-chain steps made the report
+    # run 135 s and write 146 MB
+    from passlab.views import report
+
+    path = with_main(saved, tmp_path / "main.zip", 20000)
+    assert path.stat().st_size < 250_000
+    trace = passlab.load_trace(path)
+    start = time.perf_counter()
+    out = report.write_report(trace, tmp_path / "main.html")
+    seconds = time.perf_counter() - start
+    html = out.read_text("utf-8")
+    assert out.stat().st_size < 5_000_000, out.stat().st_size  # 2.2 MB; 108 MB before
+    assert seconds < 40, f"{seconds:.1f} s"  # 7.6 s on a loaded 2-core machine; 385 s before
+    assert html.count('class="pl-row') == report.REPORT_PASSES
+    assert html.count('id="pl-diff-') == report.REPORT_PASSES
+    assert html.count('id="pl-explain-') == report.REPORT_PASSES
+    assert ("19,600 more steps after #399 Pass0#57 (19,600 main-chain passes) are not "
+            "listed, diffed or explained: a report covers the first 400 main-chain passes; "
+            "write it with full=True (passlab report --full) for every step") in html
+    assert ("400 of the first 400 main-chain passes changed the module (20,000 in all; "
+            "full=True reports them all)") in html
+
+
+def test_report_full_writes_every_step(saved, tmp_path, monkeypatch):
+    from passlab.views import report
+
+    trace = passlab.load_trace(with_main(saved, tmp_path / "main.zip", 30))
+    monkeypatch.setattr(report, "REPORT_PASSES", 10)
+    capped = report.render_report(trace)
+    assert capped.count('class="pl-row') == 10 and "20 more steps after #9" in capped
+    full = report.render_report(trace, full=True)
+    assert full.count('class="pl-row') == 30 and 'class="pl-omitted"' not in full
+    assert full.count('id="pl-diff-') == 30

@@ -209,21 +209,29 @@ def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
     inner step or one without a Relax function (TIR stage) stands back to the last
     main-chain pass with a Relax function."""
     trace = getattr(trace, "trace", trace)
-    main = [s for s in trace if s.kind == "pass" and not s.failed and s.after is not None
-            and any(_tvm.is_relax_function(f) for f in _tvm.functions(s.after).values())]
-    if not main:
+    relax = _tvm.ObjectCache(lambda m: any(_tvm.is_relax_function(f)
+                                           for f in _tvm.functions(m).values()))
+
+    def drawable(s: Any) -> bool:  # a main-chain pass with a Relax module after it
+        return s.kind == "pass" and not s.failed and s.after is not None and relax(s.after)
+
+    # each scan stops at its first hit: a trace of 20,000 steps is not listed whole
+    steps = tuple(trace)
+    fuse = next((s for s in steps if s.name == "FuseTIR" and drawable(s)), None)
+    last = next((s for s in reversed(steps) if drawable(s)), None)
+    if last is None:
         raise ValueError("no pass of this trace produced a Relax module: there is no fused "
                          "graph to link to")
-    fuse = next((s for s in main if s.name == "FuseTIR"), None)
-    fallback = fuse or main[-1]
+    fallback = fuse or last
     if step is None:
         return fallback, ""
     if fuse is not None and step.index < fuse.index:
         return fuse, (f"#{step.index} {step.label} runs before fusion: the fused graph is the "
                       f"one after #{fuse.index} {fuse.label}")
-    if any(s is step for s in main):
+    if any(s is step for s in steps) and drawable(step):
         return step, ""
-    back = [s for s in main if s.index <= step.index] or [fallback]
+    back = [next((s for s in reversed(steps) if s.index <= step.index and drawable(s)),
+                 fallback)]
     return back[-1], (f"#{step.index} {step.label} has no Relax module of its own to draw "
                       f"(failed, inner or TIR stage): the fused graph is the one after "
                       f"#{back[-1].index} {back[-1].label}")

@@ -251,13 +251,14 @@ def provenance(trace: Any) -> Provenance:
     ops = _input_ops(first, entry)
     where = {op: _Where(entry, op, None) for op, _ in ops}
     history: dict[str, list[tuple[str, str]]] = {op: [] for op, _ in ops}
+    walked: dict[tuple[int, int], list[tuple[str, str, str]]] = {}  # see _advance
     for step in steps:
         if step.stage == "tir":
             # TVM's TIR pipeline keeps kernel names (they become the compiled symbols) but
             # splits and filters modules for host and device: follow the Relax stages only
             break
         if step.changed:
-            _advance(step, where, history, entry)
+            _advance(step, where, history, entry, walked)
     out = []
     for op, operator in ops:
         w = where[op]
@@ -280,13 +281,28 @@ def provenance(trace: Any) -> Provenance:
     return Provenance(entry, tuple(replace(o, source=names.get(o.op, ())) for o in out))
 
 
-def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str
+def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str,
+             walked: dict[tuple[int, int], list[tuple[str, str, str]]] | None = None
              ) -> None:
+    """Follow every operator through ``step``. Each Relax function is walked once per
+    step at most, and once per trace while it stays the same object: ``walked`` keeps
+    its calls by (function object, which module functions are Relax), the two things a
+    call's kind depends on."""
     mod = step.after
     funcs = _tvm.functions(mod)
     relax_fns = {n: f for n, f in funcs.items() if _tvm.is_relax_function(f)}
     label = step.label
-    calls = {n: _calls(f, mod) for n, f in relax_fns.items()}
+    if walked is None:
+        walked = {}
+    kinds = hash(tuple((n, n in relax_fns) for n in funcs))
+    calls = {}
+    for n, f in relax_fns.items():
+        key = (f.__chandle__(), kinds)
+        hit = walked.get(key)
+        if hit is None:
+            hit = walked[key] = _calls(f, mod)
+        calls[n] = hit
+    used_in: dict[str | None, set[str]] = {}  # one walk of the input per function
     missing: list[str] = []
     for op, w in where.items():
         if w.gone:
@@ -330,7 +346,9 @@ def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entr
             w.function = w.var = None
             history[op].append((label, f"kernel {w.kernel} called directly"))
         else:
-            used = w.var in _used_names(step.before, w.function)
+            if w.function not in used_in:
+                used_in[w.function] = _used_names(step.before, w.function)
+            used = w.var in used_in[w.function]
             w.gone = (f"folded by {step.name}" if used and "Fold" in step.name else
                       f"removed by {step.name}" + ("" if used else " (its result was unused)"))
             w.function = w.var = None

@@ -35,10 +35,16 @@ __all__ = ["write_report", "render_report"]
 #: late in a build touch every kernel, and printing is most of a report's cost: a cap keeps
 #: a mobilenet report near 2 s instead of 4 s. ``max_functions=None`` prints everything.
 REPORT_FUNCTIONS = 24
+#: Main-chain passes listed, diffed and explained in a report. A default pipeline runs
+#: about a hundred; past this many (a crafted trace of 20,000 main-chain steps made a
+#: 20 MB report in 78 s) the rest is named in one row, so that what a report writes and
+#: how long it takes are bounded whatever the trace. ``full=True`` writes them all.
+REPORT_PASSES = 400
 
 
 def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
-                 max_functions: int | None = REPORT_FUNCTIONS, profile: Any = None) -> Path:
+                 max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
+                 profile: Any = None) -> Path:
     """Write the static report of ``trace`` to ``path`` and return the path.
 
     Parameters
@@ -52,6 +58,10 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
     max_functions
         Print at most this many changed functions per pass diff (default
         :data:`REPORT_FUNCTIONS`; the others are named); None prints them all.
+    full
+        Write everything: every changed function of every diff, every step's row (no
+        summary rows for inner steps) and every main-chain pass past
+        :data:`REPORT_PASSES`. The page says what a report without it left out.
     profile
         A :class:`passlab.research.profile.Profile` of the build (``build.profile()``):
         adds a "Run time" section (kernel times, overhead, time per source operator).
@@ -70,30 +80,35 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
     True
     """
     out = Path(path)
-    text = render_report(trace, title=title, max_functions=max_functions, profile=profile)
+    text = render_report(trace, title=title, max_functions=max_functions, full=full,
+                         profile=profile)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
 
 
 def render_report(trace: Trace, *, title: str | None = None,
-                  max_functions: int | None = REPORT_FUNCTIONS, profile: Any = None) -> str:
+                  max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
+                  profile: Any = None) -> str:
     """The report of ``trace`` as one HTML document (see :func:`write_report`)."""
     title = title or "passlab report"
     failing = trace.failure.step if trace.failure is not None else None
+    if full:
+        max_functions = None
+    last = _last_covered(trace, failing, full)
     snaps = _snapshots.key_snapshots(trace)
     snap_of = {s.step.index: s for s in snaps}
-    diff_blocks = _diff_blocks(trace, max_functions)
-    explain_blocks = _explain_blocks(trace, failing)
+    diff_blocks = _diff_blocks(trace, max_functions, last)
+    explain_blocks = _explain_blocks(trace, failing, last)
     panels = _snapshot_panels(snaps)
     prov = _provenance(trace)
     code_section, code_blocks = _code_section(trace, prov)
     prov_section, prov_block = _provenance_section(trace, prov)
     body = [
-        _header(trace, title),
+        _header(trace, title, last),
         _failure_panel(trace),
         _warnings(trace),
-        _passes_section(trace, failing, set(diff_blocks), snap_of),
+        _passes_section(trace, failing, set(diff_blocks), snap_of, last, full),
         _snapshots_section(panels),
         prov_section,
         runtime_section(profile),
@@ -125,12 +140,30 @@ def _versions() -> str:
     return ", ".join(parts)
 
 
-def _header(trace: Trace, title: str) -> str:
+def _last_covered(trace: Trace, failing: Step | None, full: bool) -> int | None:
+    """Index of the last step the report covers (its :data:`REPORT_PASSES`-th main-chain
+    pass), or None when it covers them all."""
+    if full:
+        return None
+    main = [s for s in trace if _is_main(s, failing)]
+    return main[REPORT_PASSES - 1].index if len(main) > REPORT_PASSES else None
+
+
+def _covers(step: Step, last: int | None, failing: Step | None) -> bool:
+    return last is None or step.index <= last or step is failing
+
+
+def _header(trace: Trace, title: str, last: int | None = None) -> str:
     main = [s for s in trace if s.kind == "pass"]
-    changed = sum(1 for s in main if s.changed)
+    if last is None:
+        changed = sum(1 for s in main if s.changed)
+        what = f"; {changed} of {len(main)} main-chain passes changed the module"
+    else:  # counting every change set would cost what the cap saves
+        changed = sum(1 for s in main[:REPORT_PASSES] if s.changed)
+        what = (f"; {changed} of the first {REPORT_PASSES:,} main-chain passes changed the "
+                f"module ({len(main):,} in all; full=True reports them all)")
     if len(trace):
-        summary = trace.summary().split("\n", 1)[0] + (
-            f"; {changed} of {len(main)} main-chain passes changed the module")
+        summary = trace.summary().split("\n", 1)[0] + what
     else:
         summary = "Empty trace: no pass was recorded."
     written = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -210,29 +243,57 @@ class _InnerSummary:
     total: int
 
 
-def _listed(trace: Trace, failing: Step | None) -> list[Any]:
+@dataclass(frozen=True)
+class _Omitted:
+    """Stands for the steps after the last one a report covers (``index`` < 0)."""
+
+    index: int
+    after: Step
+    steps: int
+    main: int
+
+
+def _omitted(omitted: _Omitted) -> str:
+    text = (f"{omitted.steps:,} more steps after #{omitted.after.index} "
+            f"{omitted.after.label} ({omitted.main:,} main-chain passes) are not listed, "
+            f"diffed or explained: a report covers the first {REPORT_PASSES:,} main-chain "
+            "passes; write it with full=True (passlab report --full) for every step, or "
+            "open the trace in the Explorer")
+    return (f'<tr class="pl-omitted"><td></td><td colspan="{len(_COLUMNS) - 1}">'
+            f"{esc(text)}</td></tr>")
+
+
+def _listed(trace: Trace, failing: Step | None, last: int | None = None,
+            full: bool = False) -> list[Any]:
     """The steps that get a row: all of them, or, past :data:`INNER_ROWS` inner steps, the
-    main chain, wrappers and the failing pass plus one summary per top-level pass."""
-    inner = [s for s in trace if s.kind == "inner" and s is not failing]
-    if len(inner) <= INNER_ROWS:
-        return list(trace)
+    main chain, wrappers and the failing pass plus one summary per top-level pass; with
+    ``last``, only the steps up to it (and the failing pass), then one row for the rest."""
+    steps = [s for s in trace if _covers(s, last, failing)]
+    tail: list[Any] = []
+    if len(steps) < len(trace) and last is not None:
+        rest = [s for s in trace if not _covers(s, last, failing)]
+        tail = [_Omitted(-10**9, trace[last], len(rest),
+                         sum(1 for s in rest if _is_main(s, failing)))]
+    inner = [s for s in steps if s.kind == "inner" and s is not failing]
+    if full or len(inner) <= INNER_ROWS:
+        return steps + tail
     top: dict[int, int] = {}  # step index -> index of its top-level ancestor
     groups: dict[int, dict[str, int]] = {}
-    for s in trace:
+    for s in steps:
         root = s.index if s.parent is None else top.get(s.parent, s.parent)
         top[s.index] = root
     for s in inner:
         counts = groups.setdefault(top[s.index], {})
         counts[s.name] = counts.get(s.name, 0) + 1
     out: list[Any] = []
-    for s in trace:
+    for s in steps:
         if s.kind != "inner" or s is failing:
             out.append(s)
         grouped = groups.get(s.index) if s.parent is None else None
         if grouped:  # after a top-level step (and before its own children's rows)
             ranked = tuple(sorted(grouped.items(), key=lambda kv: -kv[1]))
             out.append(_InnerSummary(-1 - s.index, s, ranked, sum(grouped.values())))
-    return out
+    return out + tail
 
 
 def _inner_summary(summary: _InnerSummary) -> str:
@@ -277,7 +338,8 @@ def _row(step: Step, failing: Step | None, has_diff: bool, snap: Any) -> str:
 
 
 def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
-                    snap_of: dict[int, Any]) -> str:
+                    snap_of: dict[int, Any], last: int | None = None,
+                    full: bool = False) -> str:
     head = "<h2>Passes</h2>"
     if not len(trace):
         return (f'<section id="pl-passes">{head}<div class="pl-plain pl-empty">This trace '
@@ -285,7 +347,9 @@ def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
                 "</div></section>")
     stages = list(dict.fromkeys(s.stage for s in trace))
     options = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in stages)
-    n_main = sum(1 for s in trace if _is_main(s, failing))
+    listed = _listed(trace, failing, last, full)
+    n_main = sum(1 for s in listed if isinstance(s, Step) and _is_main(s, failing))
+    n_rows = sum(1 for s in listed if isinstance(s, Step))
     toolbar = (
         '<div class="pl-toolbar">'
         '<input type="search" id="pl-search" placeholder="search passes ( / )" '
@@ -294,12 +358,13 @@ def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
         f"{options}</select>"
         '<label><input type="checkbox" id="pl-changed"> changed only</label>'
         '<label><input type="checkbox" id="pl-inner"> show inner steps</label>'
-        f'<span id="pl-count" class="pl-note">{n_main} of {len(trace)} steps shown</span>'
+        f'<span id="pl-count" class="pl-note">{n_main} of {n_rows} steps shown</span>'
         '<span class="pl-note pl-keys">\u2191/\u2193 or j/k: previous/next pass</span>'
         "</div>"
     )
     rows = "".join(_row(s, failing, s.index in with_diff, snap_of.get(s.index))
-                   if s.index >= 0 else _inner_summary(s) for s in _listed(trace, failing))
+                   if isinstance(s, Step) else _omitted(s) if isinstance(s, _Omitted)
+                   else _inner_summary(s) for s in listed)
     ths = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
     table = (f'<div class="pl-list" id="pl-list" tabindex="0" aria-label="pass list">'
              f'<table class="passlab-table pl-passes"><thead><tr>{ths}</tr></thead>'
@@ -313,14 +378,16 @@ def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
     return f'<section id="pl-passes">{head}{toolbar}{legend}{table}{detail}</section>'
 
 
-def _explain_blocks(trace: Trace, failing: Step | None) -> dict[int, str]:
+def _explain_blocks(trace: Trace, failing: Step | None,
+                    last: int | None = None) -> dict[int, str]:
     """Data blocks with the "Explain" strip (what the pass does, what it changed here) of
-    every main-chain step, by step index; the page shows one above the selected diff."""
+    every main-chain step (up to ``last``), by step index; the page shows one above the
+    selected diff."""
     from passlab.analysis._explain_steps import explain_step
 
     out: dict[int, str] = {}
     for s in trace:
-        if not _is_main(s, failing):
+        if not _is_main(s, failing) or not _covers(s, last, failing):
             continue
         try:
             markup = explain_step(s, trace.pipeline).to_html(style=False)
@@ -330,9 +397,12 @@ def _explain_blocks(trace: Trace, failing: Step | None) -> dict[int, str]:
     return out
 
 
-def _diff_blocks(trace: Trace, max_functions: int | None) -> dict[int, str]:
-    """Data blocks with the HTML diff of every changed main-chain pass, by step index."""
-    steps = [s for s in trace if s.kind == "pass" and not s.failed and s.changed]
+def _diff_blocks(trace: Trace, max_functions: int | None,
+                 last: int | None = None) -> dict[int, str]:
+    """Data blocks with the HTML diff of every changed main-chain pass (up to ``last``),
+    by step index."""
+    steps = [s for s in trace if s.kind == "pass" and not s.failed
+             and (last is None or s.index <= last) and s.changed]
     if not steps:
         return {}
     diffs: dict[int, Any] = {}

@@ -93,7 +93,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     mod = models.by_name(args.model)
     user_pass, seen = _seed_pass()
     pipe = Pipeline.default("llvm").insert(user_pass, after="legalize")
-    print(pipe.to_text(), end="\n\n")
+    names = list(pipe.names)
+    where = names.index(user_pass.__name__)
+    print(f"pipeline: TVM's default for llvm, {len(names)} passes, with the user pass "
+          f"{user_pass.__name__!r} inserted at #{where}, after the legalize stage "
+          f"(`passlab passes` lists them all)\n")
     b = build(mod, pipe)
     trace = b.trace
     print(trace.summary())
@@ -374,8 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("-o", "--output", default="passlab-demo", help="output folder")
     d.set_defaults(func=_cmd_demo)
 
-    r = sub.add_parser("report", help="build a built-in model while recording every pass, "
-                                      "and write one self-contained HTML report")
+    r = sub.add_parser("report", help="build a model (built-in, or an ONNX, PyTorch or "
+                                      "TVMScript file) while recording every pass, and "
+                                      "write one self-contained HTML report")
     r.add_argument("model", help=f"a built-in model ({', '.join(models.NAMES)}) "
                                  "or a .onnx/.pt2/.py file")
     r.add_argument("--insert", action="append", default=[], metavar="FN_SPEC",

@@ -43,5 +43,11 @@ def test_demo_writes_report_and_trace(tmp_path, capsys):
             "live at once,") in out
     assert "memory planning: 4 allocations, 3.6 KiB -> 3 allocations, 2.6 KiB" in out
     assert "outputs vs the unmodified pipeline: max abs diff 0" in out
+    # the answer comes first: one line for the pipeline, not a row per pass
+    assert out.splitlines()[0] == (
+        "pipeline: TVM's default for llvm, 71 passes, with the user pass "
+        "'after_fusion_report' inserted at #7, after the legalize stage (`passlab passes` "
+        "lists them all)")
+    assert out.index("user pass 'after_fusion_report' ran") < 400
     assert {p.name for p in tmp_path.iterdir()} == {"report.html", "trace.txt", "trace.csv"}
     assert "after_fusion_report" in (tmp_path / "trace.txt").read_text()

@@ -39,3 +39,28 @@ def few_functions(step):
     """A check by import path: at most 40 functions after every pass."""
     n = len(step.after.functions)
     return None if n <= 40 else f"{n} functions"
+
+
+def _note_pid() -> None:
+    """Append this build process's pid to $PASSLAB_TEST_PIDFILE (the tests check that the
+    process is gone afterwards)."""
+    path = os.environ.get("PASSLAB_TEST_PIDFILE")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def kills_parent(mod):
+    """Kills the worker process that watches this build (as the OOM killer might pick
+    it), then spins as if nothing happened."""
+    _note_pid()
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(600)
+    return mod
+
+
+def hangs(mod):
+    """Never finishes, and says which process it hangs in."""
+    _note_pid()
+    time.sleep(600)
+    return mod

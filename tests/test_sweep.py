@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import signal
+import threading
+import time
+from pathlib import Path
 
 import pytest
 import sweep_test_passes as user
@@ -20,6 +25,7 @@ from passlab.research._sweep_jobs import (
     pipeline_from_recipe,
     pipeline_recipe,
 )
+from passlab.research.sweep import _read_record, _write_record, job_folder
 
 # columns that do not depend on where or when a job ran
 STABLE = ["model", "pipeline", "status", "error", "passes", "kernels", "peak_bytes",
@@ -47,6 +53,28 @@ def three_pipelines() -> dict:
 def swept(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep")
     return passlab.sweep(small_models(), three_pipelines(), workers=2, out=out), out
+
+
+def sha8(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 # ------------------------------------------------------------------ recipes (fast)
@@ -119,7 +147,7 @@ def test_three_models_three_pipelines(swept):
         else:
             assert r.error == "" and r.max_abs_diff == 0.0 and r.build_s > 0
         assert os.path.isfile(r.trace) and os.path.isfile(r.report)
-        assert r.trace == str(out / r.model / r.pipeline / "trace.zip")
+        assert r.trace == str(job_folder(out, r.model, r.pipeline) / "trace.zip")
     for m in ("mlp", "transformer", "resnet"):
         default, counted = result[m, "default"], result[m, "counted"]
         assert counted.passes == default.passes + 1  # the inserted pass
@@ -147,7 +175,9 @@ def test_display_and_index_page(swept):
     assert html.count('<tr class="" data-status="ok">') == 6
     index = result.to_html(out / "index.html")
     page = index.read_text()
-    assert page.count('<a href="mlp/broken/report.html">report</a>') == 1
+    broken = job_folder(Path("."), "mlp", "broken") / "report.html"
+    assert broken.as_posix() == f"mlp-{sha8('mlp')}/broken-{sha8('broken')}/report.html"
+    assert page.count(f'<a href="{broken.as_posix()}">report</a>') == 1
     assert len(re.findall(r'<a href="[^"]+/report.html">report</a>', page)) == 9
     assert len(re.findall(r'<a href="[^"]+/trace.zip">trace</a>', page)) == 9
 
@@ -230,3 +260,135 @@ def test_cli_sweep(tmp_path, capsys):
                          "are linked from it)")
     assert main(["sweep", "mlp", "--pipeline", "x=fused"]) == 2
     assert "is not of the form NAME=BASE" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- issue 22: nothing lost (fast)
+def test_job_folders_are_unique_per_label():
+    out = Path("/o")
+    assert job_folder(out, "my model", "unfused!") == Path(
+        f"/o/my_model-{sha8('my model')}/unfused-{sha8('unfused!')}")
+    pairs = [("my model", "unfused"), ("my_model", "unfused"), ("my model", "unfused!"),
+             ("MLP", "x"), ("mlp", "x"), ("../..", "x"), ("", "x")]
+    folders = {job_folder(out, m, p) for m, p in pairs}
+    assert len(folders) == len(pairs)
+    assert all(f.parent.parent == out and ".." not in f.parts for f in folders)
+
+
+def test_a_record_is_checked_against_its_job(tmp_path):
+    job = dict(model="my model", pipeline="unfused", key="k" * 24, timeout=None,
+               folder=str(tmp_path / "j"))
+    row = dict(model="my model", pipeline="unfused", status="ok", error="", build_s=1.0,
+               trace=None, report=None, outputs=None)
+    _write_record(job, row)
+    assert _read_record(job)[0]["status"] == "ok"
+    # another job that lands in the same folder (the old naming) is not given this row
+    assert _read_record(job | dict(model="my_model")) is None
+    assert _read_record(job | dict(pipeline="unfused!")) is None
+    assert _read_record(job | dict(key="x" * 24)) is None
+    # a record whose trace is gone or elsewhere is built again
+    _write_record(job, row | dict(trace=str(tmp_path / "j" / "trace.zip")))
+    assert _read_record(job) is None
+    (tmp_path / "j" / "trace.zip").write_bytes(b"")
+    assert _read_record(job)[0]["trace"] == str(tmp_path / "j" / "trace.zip")
+    _write_record(job, row | dict(trace=str(tmp_path / "elsewhere.zip")))
+    (tmp_path / "elsewhere.zip").write_bytes(b"")
+    assert _read_record(job) is None
+
+
+@pytest.mark.parametrize("timeout", [-5, 0, float("nan"), float("inf"), "5", True])
+def test_a_timeout_is_a_positive_number(timeout):
+    with pytest.raises(SweepError, match=r"timeout is the seconds one job may take: a "
+                                         r"positive number \(or None for no limit\), not "):
+        passlab.sweep(["mlp"], {"default": "fused"}, timeout=timeout)
+
+
+def test_unwritable_out_is_refused_before_building(tmp_path):
+    (tmp_path / "file.txt").write_text("")
+    start = time.monotonic()
+    with pytest.raises(SweepError, match=r"out='.*file\.txt/sub' cannot be written "
+                                         r"\((FileExistsError|NotADirectoryError): .*\); give "
+                                         r"a folder this process can create and write"):
+        passlab.sweep(["mlp"], {"default": "fused"}, out=tmp_path / "file.txt" / "sub")
+    assert time.monotonic() - start < 5  # no pool, no build process
+
+
+def test_cli_refuses_bad_timeouts_and_twice_named_pipelines(capsys):
+    from passlab.cli import main
+
+    for bad in ("-5", "nan", "inf", "0", "soon"):
+        with pytest.raises(SystemExit) as info:
+            main(["sweep", "mlp", f"--timeout={bad}"])
+        assert info.value.code == 2
+        assert (f"argument --timeout: {bad!r} is not a positive number of seconds"
+                in capsys.readouterr().err)
+    assert main(["sweep", "mlp", "--pipeline", "a=default", "--pipeline", "a=build"]) == 2
+    assert ("passlab: error: two --pipeline options are named 'a'; give each pipeline its "
+            "own name (NAME=BASE") in capsys.readouterr().err
+
+
+# ------------------------------------------------------- issue 22: nothing lost (slow)
+@pytest.mark.slow
+def test_labels_that_differ_in_cut_characters_keep_their_own_files(tmp_path):
+    # both folders were mlp/default; the second job fails fast, files and all
+    pipes = {"default": "fused",
+             "default!": Pipeline.default("llvm").insert(user.broken, after="legalize")}
+    result = passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path)
+    assert [(r.pipeline, r.status) for r in result] == [("default", "ok"),
+                                                        ("default!", "failed")]
+    for r in result:
+        folder = job_folder(tmp_path, "mlp", r.pipeline)
+        assert r.trace == str(folder / "trace.zip") and os.path.isfile(r.trace)
+        assert json.loads((folder / "job.json").read_text())["pipeline"] == r.pipeline
+    again = passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path)
+    assert (again.ran, again.reused) == (0, 2)  # before: one rebuilt on every rerun
+
+
+@pytest.mark.slow
+def test_a_job_that_kills_its_worker_loses_nothing(tmp_path, monkeypatch):
+    """The pass kills the pool worker watching it (its build process's parent): the pool
+    breaks. The job pending behind it runs again on a fresh pool; the culprit is one
+    "crashed" row, and its build process died with the worker instead of spinning on."""
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("PASSLAB_TEST_PIDFILE", str(pids))
+    pipes = {"default": "fused",
+             "parricide": Pipeline.default("llvm").insert(user.kills_parent, after="legalize"),
+             "broken": Pipeline.default("llvm").insert(user.broken, after="legalize")}
+    result = passlab.sweep(["mlp"], pipes, workers=1)
+    assert [(r.pipeline, r.status) for r in result] == [
+        ("default", "ok"), ("parricide", "crashed"), ("broken", "failed")]
+    assert result["mlp", "parricide"].error.startswith(
+        "the worker process died while running this job, and its build process with it "
+        "(BrokenProcessPool: ")
+    # the job lost with the pool ran on a fresh one: its own result, not "executor lost"
+    assert result["mlp", "broken"].error == "broken: ValueError: broken on purpose"
+    [pid] = [int(p) for p in pids.read_text().split()]
+    assert gone_within(pid, 5)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("PASSLAB_TEST_PIDFILE", str(pids))
+    pipes = {"default": "fused",
+             "hangs": Pipeline.default("llvm").insert(user.hangs, after="legalize")}
+    sent = []
+
+    def interrupt_when_hanging():
+        end = time.monotonic() + 120
+        while not pids.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_hanging, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt) as info:
+        # before, the interrupt waited for the hanging job's end: its timeout here
+        passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path / "out", timeout=60)
+    took = time.monotonic() - sent[0]
+    assert took < 10, f"the interrupt took {took:.1f} s to stop the sweep"
+    partial = info.value.sweep
+    assert [(r.pipeline, r.status) for r in partial] == [("default", "ok")]
+    assert (job_folder(tmp_path / "out", "mlp", "default") / "job.json").is_file()
+    [pid] = [int(p) for p in pids.read_text().split()]
+    assert gone_within(pid, 5)  # its build process was killed, not left sleeping

@@ -11,6 +11,9 @@ when the process died or ran out of time.
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -26,9 +29,47 @@ from passlab.research._sweep_jobs import (
     pipeline_from_recipe,
 )
 
+#: Seconds past a job's timeout after which the build server stops itself: the
+#: supervisor kills it at the timeout; this holds when the supervisor cannot.
+GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
 
-def serve(fd_in: int, fd_out: int) -> None:
+
+def die_with(parent: int) -> None:
+    """End this process when ``parent`` (the worker that started it) ends, whatever the
+    worker does: the kernel's parent-death signal on Linux (SIGKILL, delivered even while
+    a C++ pass holds the GIL), and a watchdog thread everywhere."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the sweep
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the watchdog alone
+        pass
+    if os.getppid() != parent:  # the worker died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="passlab-parent-watchdog", daemon=True).start()
+
+
+def _alarm(seconds: float | None) -> None:
+    """Let the kernel end this process ``seconds`` from now (SIGALRM's default action;
+    0/None: cancel), so that a job's timeout holds even when nobody watches it."""
+    if seconds:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, seconds or 0.0)
+
+
+def serve(fd_in: int, fd_out: int, parent: int | None = None) -> None:
     """Answer jobs from ``fd_in`` on ``fd_out`` until the supervisor goes away."""
+    if parent is not None:
+        die_with(parent)
     down = Connection(fd_in, writable=False)
     up = Connection(fd_out, readable=False)
     _tvm.relax()  # pay for importing TVM before the first job's clock starts
@@ -38,7 +79,11 @@ def serve(fd_in: int, fd_out: int) -> None:
             job = down.recv()
         except EOFError:  # the supervisor closed the pipe or died: nothing left to do
             return
-        up.send(("done", build_job(job, lambda name, _count: up.send(("pass", name)))))
+        timeout = job.get("timeout")
+        _alarm(None if timeout is None else timeout + GRACE_S)
+        row = build_job(job, lambda name, _count: up.send(("pass", name)))
+        _alarm(None)
+        up.send(("done", row))
         gc.collect()  # a job's modules and executable go now, not in the middle of the next
 
 

@@ -11,7 +11,10 @@ the job to a *build server*, a child Python process it starts once and reuses (i
 TVM costs seconds), and watches it. A job that kills that process (a segfault in TVM,
 ``os._exit`` in a user pass) becomes a "crashed" row and one that overruns its timeout a
 "timeout" row; the next job starts a fresh server. The executor's worker never dies, so
-neither does the sweep. Building is done by :mod:`passlab.research._sweep_build`.
+neither does the sweep. The server never outlives its worker: it asks the kernel for
+SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), watches its parent from a thread where
+that is missing, and stops itself :data:`~passlab.research._sweep_build.GRACE_S` seconds
+after a job's timeout. Building is done by :mod:`passlab.research._sweep_build`.
 """
 
 from __future__ import annotations
@@ -209,9 +212,10 @@ def check_from_recipe(recipe: dict[str, Any]) -> Any:
 
 
 # ------------------------------------------------------------------- model specs
-def model_spec(model: Any) -> tuple[dict[str, Any], str]:
+def model_spec(model: Any, trust: bool = False) -> tuple[dict[str, Any], str]:
     """``(spec, default label)``: built-in names and files travel as names, anything else
-    as the IRModule's JSON (``tvm.ir.save_json``)."""
+    as the IRModule's JSON (``tvm.ir.save_json``). A ``.pt2`` file that only loads by
+    running code from it is refused here, before anything is built, unless ``trust``."""
     from passlab.models import NAMES, as_module
 
     if isinstance(model, str) and model in NAMES:
@@ -220,7 +224,13 @@ def model_spec(model: Any) -> tuple[dict[str, Any], str]:
         path = Path(model)
         if path.is_file():
             sha = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-            return dict(kind="path", path=str(path.resolve()), sha=sha), path.stem
+            spec: dict[str, Any] = dict(kind="path", path=str(path.resolve()), sha=sha)
+            if path.suffix.lower() == ".pt2":
+                if trust:
+                    spec["trust"] = True  # the worker loads it with torch.export.load
+                else:
+                    _check_pt2(path)
+            return spec, path.stem
     import tvm
 
     text = tvm.ir.save_json(as_module(model))
@@ -234,7 +244,20 @@ def model_from_spec(spec: dict[str, Any]) -> Any:
         import tvm
 
         return tvm.ir.load_json(spec["json"])  # written by model_spec in the parent
-    return as_module(spec["name"] if spec["kind"] == "builtin" else spec["path"])
+    if spec["kind"] == "builtin":
+        return as_module(spec["name"])
+    return as_module(spec["path"], trust=spec.get("trust") is True)
+
+
+def _check_pt2(path: Path) -> None:
+    """Refuse an untrusted ``.pt2`` in the sweep's own process (the worker checks again)."""
+    try:
+        import torch  # noqa: F401 - the check reads the archive with torch's reader
+    except ImportError:
+        return  # the worker names the missing extra in the job's row
+    from passlab.models._pt2 import check_archive
+
+    check_archive(path)
 
 
 def job_key(job: dict[str, Any]) -> str:
@@ -252,7 +275,13 @@ def job_key(job: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------- supervisor
 _SERVE = ("import sys; from passlab.research._sweep_build import serve; "
-          "serve(int(sys.argv[1]), int(sys.argv[2]))")
+          "serve(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))")
+
+
+def ignore_interrupts() -> None:
+    """A local pool worker's initializer: Ctrl-C is the sweep's own process's to handle
+    (it kills the workers, and their build processes die with them)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Server:
@@ -268,8 +297,13 @@ class _Server:
         # The sweep is parallel across jobs; TVM's runtime pool (spinning threads, one per
         # core) in every build process would fight over the same cores.
         env.setdefault("TVM_NUM_THREADS", "1")
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(down_r), str(up_w)],
-                                     pass_fds=(down_r, up_w), env=env, stdin=subprocess.DEVNULL)
+        # The server dies with this process (PR_SET_PDEATHSIG and a watchdog, see
+        # _sweep_build.serve) and stops itself a little after a job's timeout; its own
+        # session keeps a terminal's Ctrl-C to the sweep, which decides.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, str(down_r), str(up_w), str(os.getpid())],
+            pass_fds=(down_r, up_w), env=env, stdin=subprocess.DEVNULL,
+            start_new_session=True)
         os.close(down_r)
         os.close(up_w)
         self.down = Connection(down_w, readable=False)
@@ -330,6 +364,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             _LOCAL.server = None
             why = server.died()
             server.kill()
+            if server.proc.returncode == -signal.SIGALRM and job["timeout"] is not None:
+                # the server's own backstop (see _sweep_build.GRACE_S) ended it
+                return row | dict(status="timeout", build_s=time.perf_counter() - start,
+                                  outputs=None, error=f"timed out after {job['timeout']:g} s "
+                                                      f"while running pass {running!r}")
             return row | dict(status="crashed", build_s=time.perf_counter() - start,
                               outputs=None, error=f"the build process {why} while running "
                                                   f"pass {running!r}")

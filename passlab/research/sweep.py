@@ -13,13 +13,17 @@ JSON record, and running the same sweep again only builds what is missing.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ from passlab.research._sweep_jobs import (
     COLUMNS,
     check_recipe,
     empty_row,
+    ignore_interrupts,
     is_baseline,
     job_key,
     model_spec,
@@ -39,7 +44,7 @@ from passlab.research._sweep_jobs import (
     run_job,
 )
 
-__all__ = ["sweep", "Sweep", "SweepRow", "COLUMNS"]
+__all__ = ["sweep", "Sweep", "SweepRow", "COLUMNS", "job_folder"]
 
 _RECORD = "job.json"
 _FORMAT = "passlab-sweep-job"
@@ -187,15 +192,15 @@ def _row(data: dict[str, Any]) -> SweepRow:
 
 
 # --------------------------------------------------------------------- arguments
-def _models(models: Any) -> list[tuple[str, dict[str, Any]]]:
+def _models(models: Any, trust: bool = False) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(models, Mapping):
-        items = [(str(k), model_spec(v)[0]) for k, v in models.items()]
+        items = [(str(k), model_spec(v, trust)[0]) for k, v in models.items()]
     else:
         if isinstance(models, (str, os.PathLike)) or not isinstance(models, Sequence):
             models = [models]
         items = []
         for i, m in enumerate(models):
-            spec, label = model_spec(m)
+            spec, label = model_spec(m, trust)
             items.append((label or f"model{i}", spec))
     labels = [label for label, _ in items]
     twice = sorted({x for x in labels if labels.count(x) > 1})
@@ -243,7 +248,39 @@ def _inputs(inputs: Any, label: str) -> tuple[int, list[Any] | None]:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "job"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")[:48] or "job"
+
+
+def job_folder(out: Path, model: str, pipeline: str) -> Path:
+    """Where a job keeps its files: ``out/<model>-<hash>/<pipeline>-<hash>``. The names
+    are cut to safe characters, and the hash of the exact label keeps two labels that
+    differ only in the characters cut ("my model", "my_model") in two folders."""
+    def part(name: str) -> str:
+        return f"{_safe(name)}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+    return out / part(model) / part(pipeline)
+
+
+def _check_timeout(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or timeout <= 0:
+        raise SweepError(f"timeout is the seconds one job may take: a positive number (or "
+                         f"None for no limit), not {timeout!r}")
+    return float(timeout)
+
+
+def _check_out(folder: Path) -> None:
+    """Refuse an ``out`` folder that cannot be written, before anything is built."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".passlab-probe-"):
+            pass
+    except OSError as exc:
+        raise SweepError(f"out={str(folder)!r} cannot be written ({type(exc).__name__}: "
+                         f"{exc.strerror or exc}); give a folder this process can create and "
+                         "write (every worker writes its jobs' files there)") from None
 
 
 # ------------------------------------------------------------------------ records
@@ -261,6 +298,15 @@ def _read_record(job: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None]
         return None
     if not isinstance(rec, dict) or rec.get("format") != _FORMAT or rec.get("key") != job["key"]:
         return None
+    # the record of this very job: its labels, and files that are still where it says
+    if (rec.get("model"), rec.get("pipeline")) != (job["model"], job["pipeline"]) \
+            or not isinstance(rec.get("row"), dict):
+        return None
+    for column in ("trace", "report"):
+        kept = rec["row"].get(column)
+        if kept is not None and (not isinstance(kept, str) or Path(kept).parent != folder
+                                 or not Path(kept).is_file()):
+            return None
     if rec["row"].get("status") == "timeout" and (
             job["timeout"] is None or job["timeout"] > (rec.get("timeout") or 0)):
         return None
@@ -278,7 +324,8 @@ def _read_record(job: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None]
 def _write_record(job: dict[str, Any], row: dict[str, Any]) -> None:
     folder = Path(job["folder"])
     folder.mkdir(parents=True, exist_ok=True)
-    rec = dict(format=_FORMAT, version=1, key=job["key"], timeout=job["timeout"],
+    rec = dict(format=_FORMAT, version=1, key=job["key"], model=job["model"],
+               pipeline=job["pipeline"], timeout=job["timeout"],
                row={c: row.get(c) for c in COLUMNS},
                outputs="outputs.npz" if row.get("outputs") is not None else None)
     tmp = folder / (_RECORD + ".tmp")
@@ -302,7 +349,8 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
           workers: int | None = None, executor: Executor | None = None,
           out: str | os.PathLike | None = None, checks: Sequence[Any] = (),
           timeout: float | None = None,
-          progress: bool | Callable[[SweepRow, int, int], None] = False) -> Sweep:
+          progress: bool | Callable[[SweepRow, int, int], None] = False,
+          trust: bool = False) -> Sweep:
     """Build every model with every pipeline, in parallel, and tabulate the results.
 
     Parameters
@@ -334,18 +382,40 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
         Checks for every build: ``passlab.checks.well_formed()``, ``no_ops_after(...)``,
         ``immutable_modules()`` or importable functions ``(step) -> str | None``.
     timeout
-        Seconds one job may take; a job over time is killed and becomes a "timeout" row.
+        Seconds one job may take (a positive number; None: no limit); a job over time is
+        killed and becomes a "timeout" row. Its build process also stops itself a few
+        seconds after the limit, whatever happens to its worker.
     progress
         True prints one line per finished job on stderr; a callable gets ``(row, done,
         total)``.
+    trust
+        Model files that can run code when read (``.pt2`` archives with pickles) are
+        refused unless True; see :func:`passlab.load`.
 
     Returns
     -------
     Sweep
         Rows with the :data:`COLUMNS`; ``.to_dataframe()``, ``.to_html(path)``.
 
+    Raises
+    ------
+    SweepError
+        A malformed argument (a timeout that is not a positive number, an ``out`` folder
+        that cannot be written, a pass that cannot travel to a worker ...), before
+        anything is built.
+    KeyboardInterrupt
+        Ctrl-C stops the sweep within seconds: the local pool's workers and their build
+        processes are killed, and ``.sweep`` holds the rows that had finished (their
+        records stay in ``out``, so running the sweep again resumes).
+
     Notes
     -----
+    Each job's files are in ``out/<model>-<hash>/<pipeline>-<hash>/`` (see
+    :func:`job_folder`). A worker process of the local pool that dies (the OOM killer, a
+    pass that kills its parent) breaks the pool: the jobs lost with it run again on a
+    fresh pool, one at a time, and the job that kills its worker again is a "crashed"
+    row. Every build process dies with its worker.
+
     The local pool starts its workers with "spawn" (TVM and ``fork`` do not mix), and a
     spawned worker imports the main module: a script that calls ``sweep`` needs the
     ``if __name__ == "__main__":`` guard (notebooks need nothing).
@@ -358,15 +428,23 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     [('default', 'ok', True), ('unfused', 'ok', True)]
     """
     start = time.perf_counter()
+    timeout = _check_timeout(timeout)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise SweepError(f"workers is how many worker processes to start: an int >= 1 (or "
+                         f"None for the CPU count), not {workers!r}")
     recipes, base = _pipelines(pipelines)
     check_data = [check_recipe(c) for c in checks]
     folder = None if out is None else Path(out).resolve()
+    labelled = _models(models, trust)
+    if folder is not None:
+        _check_out(folder)
     jobs = []
-    for label, spec in _models(models):
+    for label, spec in labelled:
         for name, recipe in recipes.items():
             job = dict(model=label, pipeline=name, model_spec=spec, pipeline_recipe=recipe,
                        checks=check_data, inputs=_inputs(inputs, label), timeout=timeout,
-                       folder=None if folder is None else str(folder / _safe(label) / _safe(name)))
+                       folder=None if folder is None else str(job_folder(folder, label, name)))
             job["key"] = job_key(job)
             jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
@@ -377,50 +455,117 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     reused = len(results)
     todo = [i for i in range(len(jobs)) if i not in results]
     show = _progress(progress)
+
+    def result() -> Sweep:
+        outputs = {(jobs[i]["model"], jobs[i]["pipeline"]): results[i][1] for i in results}
+        rows = []
+        for i, job in enumerate(jobs):
+            if i not in results:  # interrupted before it finished
+                continue
+            row, mine = results[i]
+            ref = outputs.get((job["model"], base))
+            if mine is not None and ref is not None:
+                try:
+                    row["max_abs_diff"] = max_abs_diff(tuple(mine), tuple(ref))
+                except ValueError:  # the outputs have another structure: no number to give
+                    row["max_abs_diff"] = None
+            rows.append(_row(row))
+        return Sweep(tuple(rows), base, folder, len(results) - reused, reused,
+                     time.perf_counter() - start)
+
     if todo:
-        _run(jobs, todo, results, workers, executor, show, len(jobs) - len(todo))
-    outputs = {(jobs[i]["model"], jobs[i]["pipeline"]): results[i][1] for i in results}
-    rows = []
-    for i, job in enumerate(jobs):
-        row, mine = results[i]
-        ref = outputs.get((job["model"], base))
-        if mine is not None and ref is not None:
+        try:
+            _run(jobs, todo, results, workers, executor, show, len(jobs) - len(todo))
+        except KeyboardInterrupt as exc:
+            # Ctrl-C: the workers and their build processes are gone; the rows that
+            # finished stay (and their records in ``out``, so a rerun resumes)
+            exc.sweep = result()  # type: ignore[attr-defined]
+            raise
+    return result()
+
+
+def _lost_row(job: dict[str, Any], why: str) -> dict[str, Any]:
+    return empty_row(job["model"], job["pipeline"]) | dict(status="crashed", outputs=None,
+                                                           error=why)
+
+
+def _local_pool(size: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    # spawn: TVM and fork do not mix (its thread pool and LLVM state are per process);
+    # workers ignore Ctrl-C: the sweep's own process decides, and takes them down
+    return ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=ignore_interrupts)
+
+
+def _abandon(pool: Executor, own: bool, futures: Mapping[Any, int]) -> None:
+    """Stop now: kill a local pool's workers (their build processes die with them), or
+    cancel what a foreign executor has not started."""
+    for fut in futures:
+        fut.cancel()
+    if own:
+        # ProcessPoolExecutor has no public way to stop running jobs before Python 3.14
+        # (terminate_workers); its process table is the same from 3.8 to 3.13
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
             try:
-                row["max_abs_diff"] = max_abs_diff(tuple(mine), tuple(ref))
-            except ValueError:  # the outputs have another structure: no number to give
-                row["max_abs_diff"] = None
-        rows.append(_row(row))
-    return Sweep(tuple(rows), base, folder, len(todo), reused, time.perf_counter() - start)
+                proc.kill()
+            except (OSError, AttributeError):
+                pass
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.join(5)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run(jobs: list[dict[str, Any]], todo: list[int],
          results: dict[int, tuple[dict[str, Any], list[Any] | None]], workers: int | None,
          executor: Executor | None, show: Any, done: int) -> None:
+    """Run the jobs ``todo``. On the local pool, jobs lost when a worker process dies (the
+    OOM killer, a pass that kills its parent) run again on a fresh pool; a pool of one
+    worker runs jobs in order, so there the first lost job is the one that killed it: a
+    "crashed" row, and the others run again."""
     own = executor is None
-    if executor is None:
-        import multiprocessing
+    size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
 
-        # spawn: TVM and fork do not mix (its thread pool and LLVM state are per process)
-        executor = ProcessPoolExecutor(max_workers=max(1, min(workers or os.cpu_count() or 1,
-                                                              len(todo))),
-                                       mp_context=multiprocessing.get_context("spawn"))
-    try:
-        futures = {executor.submit(run_job, jobs[i]): i for i in todo}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            try:
-                row = fut.result()
-            except Exception as exc:  # noqa: BLE001 - the engine lost the job (a dead worker)
-                row = empty_row(jobs[i]["model"], jobs[i]["pipeline"]) | dict(
-                    status="crashed", outputs=None,
-                    error=f"the executor lost the job: {type(exc).__name__}: {first_line(exc)}")
-            outs = row.pop("outputs", None)
-            results[i] = (row, outs)
-            if jobs[i]["folder"] is not None:
-                _write_record(jobs[i], row | dict(outputs=outs))
-            done += 1
-            if show is not None:
-                show(_row(row), done, len(jobs))
-    finally:
+    def finish(i: int, row: dict[str, Any]) -> None:
+        nonlocal done
+        outs = row.pop("outputs", None)
+        results[i] = (row, outs)
+        if jobs[i]["folder"] is not None:
+            _write_record(jobs[i], row | dict(outputs=outs))
+        done += 1
+        if show is not None:
+            show(_row(row), done, len(jobs))
+
+    pending = list(todo)
+    while pending:
+        pool = _local_pool(size) if own else executor
+        assert pool is not None
+        futures = {pool.submit(run_job, jobs[i]): i for i in pending}
+        lost: list[int] = []
+        broken = ""
+        try:
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    row = fut.result()
+                except Exception as exc:  # noqa: BLE001 - the engine lost the job
+                    if own and isinstance(exc, BrokenProcessPool):  # run it again
+                        lost.append(i)
+                        broken = f"{type(exc).__name__}: {first_line(exc)}"
+                        continue
+                    row = _lost_row(jobs[i], f"the executor lost the job: "
+                                             f"{type(exc).__name__}: {first_line(exc)}")
+                finish(i, row)
+        except BaseException:
+            _abandon(pool, own, futures)
+            raise
         if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
+        lost.sort()  # submission order
+        if lost and size == 1:
+            culprit = lost.pop(0)
+            finish(culprit, _lost_row(jobs[culprit], (
+                "the worker process died while running this job, and its build process "
+                f"with it ({broken})")))
+        size = 1  # run what was lost one at a time, to tell the culprit
+        pending = lost

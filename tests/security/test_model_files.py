@@ -111,7 +111,7 @@ def test_pickled_weight_is_refused_and_never_unpickled(archive, tmp_path):
 
 
 @pytest.mark.slow  # exports a torch model once (~10 s with torch's import)
-def test_cli_refuses_without_trust(archive, tmp_path, capsys):
+def test_cli_and_sweep_refuse_without_trust(archive, tmp_path, capsys):
     from passlab.cli import main
 
     marker = tmp_path / "MARKER"
@@ -120,6 +120,12 @@ def test_cli_refuses_without_trust(archive, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "was not loaded" in err and "(--trust on the command line" in err
     assert not marker.exists() and not (tmp_path / "r.html").exists()
+    # a sweep refuses it in its own process, before any worker starts
+    assert main(["sweep", str(bad), "-o", str(tmp_path / "s")]) == 2
+    assert "bad.pt2' was not loaded: " in capsys.readouterr().err
+    with pytest.raises(UntrustedModelError, match="sweep\\(..., trust=True\\)"):
+        passlab.sweep([bad], {"default": "fused"})
+    assert not marker.exists()
 
 
 @pytest.mark.slow  # exports a torch model once (~10 s with torch's import)

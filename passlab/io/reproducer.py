@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from passlab import _render, _tvm
+from passlab._tvm.tensors import random_constants
 from passlab.errors import first_line
 from passlab.io.recipes import PassRecipe, function_recipe, pass_recipe, py_repr, target_of
 
@@ -325,7 +326,10 @@ def _step_reproducer(step: Any, trace: Any, module: str, trust: bool) -> Reprodu
         raise ValueError(f"step #{step.index} {step.label} has no recorded input module")
     target = target_of(trace)
     run, recipe, via = _enclosing_recipe(step, trace, pass_recipe(step, trace))
-    mode, mod_code, why = module_code(run.before, module=module)
+    # a trace saved with weights=False holds empty tensors: draw seeded values instead
+    weightless = trace is not None and getattr(trace, "_meta", {}).get("weights") is False
+    before = random_constants(run.before) if weightless else run.before
+    mode, mod_code, why = module_code(before, module=module)
     failure = _failure_for(step, trace)
     expect = "error" if step.failed else "ok"
     error = ""
@@ -338,6 +342,10 @@ def _step_reproducer(step: Any, trace: Any, module: str, trust: bool) -> Reprodu
         notes.append(f"the module travels as TVM JSON: {why}")
     if trace is None:
         notes.append("no trace given: the target is taken to be 'llvm'")
+    if weightless:
+        notes.append("the trace was saved without its weights (trace.save(path, "
+                     "weights=False)): the module's tensor constants are seeded random values "
+                     "(seed 0) of their recorded shapes and data types")
     if recipe.saved and not trust:
         notes.append("the user pass's code came from a trace file: it is written as a string "
                      "(SAVED_PASS_CODE) and not run")

@@ -392,3 +392,35 @@ def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monk
     assert (job_folder(tmp_path / "out", "mlp", "default") / "job.json").is_file()
     [pid] = [int(p) for p in pids.read_text().split()]
     assert gone_within(pid, 5)  # its build process was killed, not left sleeping
+
+
+def test_a_build_process_ends_itself_when_nobody_watches(tmp_path):
+    """What holds a job's timeout and the parent's death when the worker cannot: the
+    kernel ends the build process on its alarm (armed at timeout + GRACE_S per job), and
+    kills it when its parent dies."""
+    import subprocess
+    import sys
+
+    start = time.monotonic()
+    alarm = subprocess.run([sys.executable, "-c", (
+        "import time; from passlab.research._sweep_build import _alarm; _alarm(0.5); "
+        "time.sleep(60)")], timeout=60)
+    assert alarm.returncode == -signal.SIGALRM and time.monotonic() - start < 30
+    pid_file = tmp_path / "pid"
+    (tmp_path / "server.py").write_text(
+        "import os, sys, time\n"
+        "from passlab.research._sweep_build import die_with\n"
+        "die_with(int(sys.argv[1]))\n"
+        "open(sys.argv[2], 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n")
+    (tmp_path / "worker.py").write_text(
+        "import os, subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, sys.argv[1], str(os.getpid()), sys.argv[2]])\n"
+        "while not os.path.exists(sys.argv[2]):\n"
+        "    time.sleep(0.05)\n"
+        "os._exit(0)  # the worker dies without a word\n")
+    parent = subprocess.run([sys.executable, str(tmp_path / "worker.py"),
+                             str(tmp_path / "server.py"), str(pid_file)], timeout=60)
+    assert parent.returncode == 0
+    time.sleep(0.2)  # the pid is written just before the child sleeps
+    assert gone_within(int(pid_file.read_text()), 5)

@@ -5,7 +5,7 @@ the same seeded inputs as the baseline (the unmodified default pipeline) and gat
 row per job: status, failing pass, build time, main-chain length, kernels, peak temporary
 memory before and after memory planning, and the largest output difference from the
 baseline. Jobs are plain data (:mod:`passlab.research._sweep_jobs`), so a local process
-pool, a Dask cluster (``client.get_executor()``) or Ray's executor can run them; each
+pool or a Dask cluster (``client.get_executor()``) can run them; each
 runs in a build process watched by its worker, so a crash or a timeout is a row, not the
 end of the sweep. With ``out=`` each job keeps its trace file, its report and a small
 JSON record, and running the same sweep again only builds what is missing.
@@ -369,8 +369,8 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     workers
         Processes of the local pool (default: the CPU count). Ignored with ``executor``.
     executor
-        Any ``concurrent.futures.Executor`` instead of the local pool: Dask's
-        ``Client.get_executor()``, Ray's executor. It must not be shared with work that
+        Any ``concurrent.futures.Executor`` instead of the local pool, e.g. Dask's
+        ``Client.get_executor()`` (Ray ships none). It must not be shared with work that
         needs its workers' full attention: each job runs in a build process its worker
         starts once and reuses.
     out

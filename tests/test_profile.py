@@ -47,7 +47,8 @@ def resnet_profile(resnet_build) -> Profile:
 
 def _check_structure(build: passlab.Build, prof: Profile) -> None:
     sites = _call_sites(build)
-    kernels = {gv.name_hint for gv in build._kernels.tir_mod.get_global_vars()}
+    kernels = {gv.name_hint for gv, f in build._kernels.tir_mod.functions_items()
+               if not (f.attrs and "tirx.is_host_func" in f.attrs)}  # not shape functions
     assert sorted(k.kernel for k in prof) == sorted(kernels)  # each kernel once
     assert {k.kernel: k.calls for k in prof} == {k: sites.get(k, 0) for k in kernels}
     unused = [k for k in prof if k.calls == 0]
@@ -200,3 +201,18 @@ def test_cli_report_profile(tmp_path, capsys):
     assert main(["report", "mlp", "--profile", "--repeat", "1", "-o", str(out)]) == 0
     assert "forward on llvm: " in capsys.readouterr().out
     assert '<section id="pl-runtime">' in out.read_text()
+
+
+@pytest.mark.slow
+def test_dynamic_shapes_keep_their_shape_function_in_the_overhead():
+    b = passlab.build("transformer-dynamic")
+    prof = b.profile(repeat=1)
+    assert "shape_func" not in [k.kernel for k in prof]
+    assert prof.builtins["shape_func"] == _call_sites_of(b, "shape_func")
+    sites = _call_sites(b)
+    assert {k.kernel: k.calls for k in prof if k.calls} == \
+        {k: n for k, n in sites.items() if k != "shape_func"}
+
+
+def _call_sites_of(build: passlab.Build, name: str) -> int:
+    return _call_sites(build)[name]

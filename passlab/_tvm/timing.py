@@ -19,10 +19,11 @@ TVM 0.27 has no Relax VM profiler (``VirtualMachine(profile=True)`` and
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,33 +154,52 @@ def _nbytes(t: Any) -> int:
     return n * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
 
 
-def measured(result: Any, number: int, repeat: int) -> Measured:
-    values = [float(x) for x in result.results]
-    return Measured(float(result.median), min(values), max(values), float(result.mean),
-                    float(result.std), number, repeat)
+def measured(samples: Sequence[float], number: int) -> Measured:
+    """Statistics of one function's repeats (seconds per call in each)."""
+    import statistics
+
+    values = list(samples)
+    return Measured(statistics.median(values), min(values), max(values),
+                    statistics.fmean(values),
+                    statistics.pstdev(values) if len(values) > 1 else 0.0, number, len(values))
 
 
-def time_kernel(lib: Any, symbol: str, args: Sequence[Any], dev: Any, *, number: int,
-                repeat: int, min_repeat_ms: int) -> Measured:
-    """One kernel alone on ``args`` (copies of what the run passed it)."""
-    lib.get_function(symbol, query_imports=True)  # AttributeError when it is not there
-    timer = lib.time_evaluator(symbol, dev, number=number, repeat=repeat,
-                               min_repeat_ms=min_repeat_ms)
-    return measured(timer(*args), number, repeat)
+def timer(module: Any, name: str, args: Sequence[Any], dev: Any, *, number: int | None,
+          min_repeat_ms: int) -> tuple[Callable[[], float], int]:
+    """``(one repeat, number)``: a function that times one repeat of ``number`` calls of
+    ``module``'s ``name`` on ``args`` (seconds per call; each repeat starts with one
+    discarded warm-up call) and the ``number`` used. Without ``number``, as many calls as
+    fill ``min_repeat_ms``, from one timed call."""
+    if number is None:
+        probe = module.time_evaluator(name, dev, number=1, repeat=1)
+        once = max(float(probe(*args).results[0]), 1e-9)
+        number = max(1, min(1_000_000, math.ceil(min_repeat_ms * 1e-3 / once)))
+    evaluator = module.time_evaluator(name, dev, number=number, repeat=1)
+    return (lambda: float(evaluator(*args).results[0])), number
 
 
-def time_entry(vm: Any, entry: str, args: Sequence[Any], dev: Any, *, number: int,
-               repeat: int, min_repeat_ms: int) -> Measured:
-    """The VM's function ``entry`` end to end (no instrument set)."""
-    timer = vm.time_evaluator(entry, dev, number=number, repeat=repeat,
-                              min_repeat_ms=min_repeat_ms)
-    return measured(timer(*args), number, repeat)
+def interleaved(timers: Mapping[Any, tuple[Callable[[], float], int]], repeat: int
+                ) -> dict[Any, Measured]:
+    """Every timer once per round, ``repeat`` rounds: a load that comes and goes on a
+    shared machine falls on all of them alike, so their times stay comparable."""
+    samples: dict[Any, list[float]] = {k: [] for k in timers}
+    for _ in range(repeat):
+        for key, (once, _) in timers.items():
+            samples[key].append(once())
+    return {k: measured(v, timers[k][1]) for k, v in samples.items()}
+
+
+def is_shape_function(func: Any) -> bool:
+    """A host function VMShapeLower made to compute symbolic shapes (``shape_func``): the
+    VM's own work, not a kernel, and needed by the skeleton to allocate right."""
+    return bool(func.attrs is not None and func.attrs.get("tirx.is_host_func", False))
 
 
 def skeleton(relax_mod: Any, tgt: Any, kind: str, dev: Any) -> Any:
     """A VM running ``relax_mod`` (the module the Relax pipeline ended with) with every
     kernel's body emptied: its run time is the VM's own (interpreter, builtins,
-    allocations, argument checks of each packed call), without the kernels' work."""
+    allocations, argument checks of each packed call, shape functions), without the
+    kernels' work."""
     import tvm
     from tvm import relax, tirx
     from tvm.relax import vm_build as vb
@@ -189,7 +209,8 @@ def skeleton(relax_mod: Any, tgt: Any, kind: str, dev: Any) -> Any:
     tir_mod = vb._filter_tir(mod)
     lib = None
     if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
-        empty = {gv: f.with_body(tirx.Evaluate(tirx.const(0, "int32")))
+        empty = {gv: f if is_shape_function(f) else
+                 f.with_body(tirx.Evaluate(tirx.const(0, "int32")))
                  for gv, f in tir_mod.functions_items()}
         tir_mod = vb._auto_attach_system_lib_prefix(
             tvm.IRModule(empty, attrs=tir_mod.attrs), tgt, None)

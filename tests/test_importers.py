@@ -160,6 +160,73 @@ def test_onnx_initializers_listed_as_inputs_are_not_inputs():
     assert [p.name for p in load(model, x=(1, 16))["main"].params] == ["x"]
 
 
+def weights_as_inputs(model):
+    """``model`` as ``torch.onnx.export(..., export_params=False)`` writes it: every
+    weight a graph input (named as torch names parameters), no initializer."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    inits = list(out.graph.initializer)
+    del out.graph.initializer[:]
+    for init in inits:
+        out.graph.input.append(helper.make_tensor_value_info(
+            init.name, init.data_type, list(init.dims)))
+    return out
+
+
+def test_onnx_weights_as_graph_inputs_are_marked_weights():
+    model = weights_as_inputs(onnx_cnn())
+    mod = load(model, input=(1, 3, 32, 32))
+    main = mod["main"]
+    assert int(main.attrs["num_input"]) == 1
+    assert [p.name for p in main.params][:3] == ["input", "w1", "b1"]
+    b = passlab.build(mod)
+    from passlab.analysis.graph import fused_graph
+
+    g = fused_graph(b.trace.find("FuseTIR"))
+    # no weight node, and no kernel that only reshapes a weight (the conv biases)
+    assert [n.kind for n in g.nodes].count("weight") == 0
+    assert [(n.label, n.params) for n in g.nodes if n.kind in ("kernel", "fused")] == [
+        ("fused_conv2d_add", ("w1", "b1")), ("fused_batch_norm_relu", ("g1", "be1", "m1", "v1")),
+        ("max_pool2d", ()), ("fused_conv2d1_add1_relu1", ("w2", "b2")), ("mean", ()),
+        ("reshape2", ()), ("fused_matmul_add2", ("wf", "bf"))]
+    x = np.random.default_rng(0).uniform(size=(1, 3, 32, 32)).astype("float32")
+    w = weights(onnx_cnn())
+    got = b.run(x, *(w[p.name] for p in main.params[1:]))
+    np.testing.assert_allclose(got, run_ort(model, input=x, **w), rtol=RTOL, atol=1e-5)
+
+
+def test_inputs_name_the_real_inputs_and_come_first():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("w", TensorProto.FLOAT, [3, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [], "mm")
+    # MatMul's second operand is a weight's place: w alone is taken for a weight
+    assert int(load(model)["main"].attrs["num_input"]) == 1
+    both = load(model, inputs=["x", "w"])["main"]
+    assert ([p.name for p in both.params], int(both.attrs["num_input"])) == (["x", "w"], 2)
+    main = load(model, inputs=["w"])["main"]
+    assert ([p.name for p in main.params], int(main.attrs["num_input"])) == (["w", "x"], 1)
+    with pytest.raises(UnknownNameError, match=r"unknown input 'X'; did you mean 'x'\?"):
+        load(model, inputs=["X"])
+    with pytest.raises(TypeError, match=r"inputs= is a list of input names"):
+        load(model, inputs="x")
+
+
+def test_onnx_renaming_warnings_are_not_shown():
+    import warnings
+
+    model = onnx_mlp()
+    for init in model.graph.initializer:
+        old = init.name
+        init.name = f"fc.{old}"
+        for node in model.graph.node:
+            node.input[:] = [f"fc.{n}" if n == old else n for n in node.input]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load(model, x=(1, 16))
+    assert [str(w.message) for w in caught if "Renaming" in str(w.message)] == []
+
+
 # --------------------------------------------------------------------------- errors
 def test_text_file_renamed_onnx_is_one_clear_error(tmp_path):
     path = tmp_path / "notes.onnx"

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from passlab._tvm.logs import sorted_stderr
 from passlab.errors import UnknownNameError, close_matches, unknown
 
 #: Stage names, in pipeline order, of TVM's per-target Relax pipelines
@@ -97,7 +98,10 @@ def target(spec: Any):
             raise unknown("target", str(kind), SUPPORTED_TARGETS,
                           extra=f"(TVM also defines the kinds {', '.join(others)}.)")
         try:
-            tgt = t.target.Target(config)
+            # TVM logs "no CUDA toolkit" here for GPU kinds; a build says it once, as a
+            # warning of its trace (passlab/_tvm/logs.py)
+            with sorted_stderr():
+                tgt = t.target.Target(config)
         except Exception as exc:  # TVM raises ValueError or its own errors
             raise ValueError(f"TVM rejected the target {_shown(spec)}: "
                              f"{_tvm_said(exc)}") from None
@@ -549,6 +553,23 @@ def num_inputs(func) -> int:
     if attrs is not None and "num_input" in attrs:
         return int(attrs["num_input"])
     return len(func.params)
+
+
+def with_inputs(func, names: Sequence[str]):
+    """``func`` with the parameters named ``names`` as its inputs: they come first (in
+    the function's own order) and the ``num_input`` attribute says how many; the others
+    are weights. Unknown names are refused, listing the parameters."""
+    given = [str(p.name) for p in func.params]
+    for n in names:
+        if n not in given:
+            raise unknown("input", n, given, extra="(the entry function's parameters)")
+    wanted = set(names)
+    params = [p for p in func.params if str(p.name) in wanted] + \
+             [p for p in func.params if str(p.name) not in wanted]
+    if [str(p.name) for p in params] != given:
+        func = relax().Function(params, func.body, func.ret_ty, func.is_pure, func.attrs,
+                                func.span)
+    return func.with_attr("num_input", len(wanted))
 
 
 def _is_public(func) -> bool:

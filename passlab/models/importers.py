@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ def load(
     keep_params_in_input: bool = False,
     dtype: str = "float32",
     trust: bool = False,
+    inputs: Sequence[str] | None = None,
     **shapes: Any,
 ):
     """Import ``model`` as a :class:`tvm.IRModule`, choosing the importer from its type.
@@ -106,6 +108,14 @@ def load(
         a shape expression that is not plain arithmetic is refused with
         :class:`passlab.errors.UntrustedModelError` (nothing in it runs). ONNX files are
         data either way; TVMScript always runs Python (see below).
+    inputs
+        The names of the entry function's real inputs; every other parameter is a weight.
+        They become its first parameters and TVM's ``num_input`` attribute says how many,
+        which is what every view folds weights by. Without it, an ONNX model whose
+        weights are graph inputs (``torch.onnx.export(..., export_params=False)``) is
+        marked by itself: an input is a weight when it is only consumed as a weight
+        operand (a ``Conv`` or ``Gemm`` weight or bias, ``BatchNormalization``
+        statistics, ...), directly or through a ``Transpose``/``Reshape``-like op.
     **shapes
         Input shapes by input name, e.g. ``load("m.onnx", input=(1, 3, 32, 32))``: fixes
         the dynamic dimensions of ONNX inputs, or makes the spec of an ``nn.Module``.
@@ -150,6 +160,21 @@ def load(
     >>> [gv.name_hint for gv in mod.get_global_vars()]
     ['forward']
     """
+    mod = _import(model, spec, example_inputs, keep_params_in_input, dtype, trust, shapes)
+    if inputs is None:
+        return mod
+    if isinstance(inputs, str) or not all(isinstance(n, str) for n in inputs):
+        raise TypeError(f"inputs= is a list of input names, e.g. inputs=['input'], not "
+                        f"{inputs!r}")
+    name = _tvm.entry_function(mod)
+    mod = _tvm.tvm().IRModule(dict(mod.functions_items()), attrs=mod.attrs,
+                              global_infos=mod.global_infos)
+    mod[name] = _tvm.with_inputs(mod[name], list(inputs))
+    return mod
+
+
+def _import(model: Any, spec: Any, example_inputs: Any, keep_params_in_input: bool,
+            dtype: str, trust: bool, shapes: dict[str, Any]) -> Any:
     if _tvm.is_module(model):
         _no_extras("an IRModule", spec, example_inputs, shapes)
         return model
@@ -372,7 +397,11 @@ def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
     shape_dict = {n: [int(d) for d in s] for n, s in shapes.items()}
     try:
         with _source_names.capturing("tvm.relax.frontend.onnx.onnx_frontend",
-                                     "ONNXGraphImporter", "from_onnx", "_nodes") as tables:
+                                     "ONNXGraphImporter", "from_onnx", "_nodes") as tables, \
+                warnings.catch_warnings():
+            # "Renaming name fc.weight to fc_weight": TVM makes every ONNX name a valid
+            # identifier; the original names stay in the spans (provenance), so say nothing
+            warnings.filterwarnings("ignore", message=r"Renaming name \S+ to \S+")
             mod = from_onnx(model, shape_dict=shape_dict or None, keep_params_in_input=keep)
     except NotImplementedError as exc:  # tvm.error.OpNotImplemented and friends
         raise ModelFormatError(
@@ -380,8 +409,61 @@ def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
         ) from None
     # the importer's table: ONNX tensor name -> the Relax expression made for it
     table = tables[-1] if tables and isinstance(tables[-1], dict) else {}
-    return _source_names.attach(mod, [(table[out], node.name) for node in model.graph.node
-                                      for out in node.output if out in table])
+    mod = _source_names.attach(mod, [(table[out], node.name) for node in model.graph.node
+                                     for out in node.output if out in table])
+    weights = _onnx_weight_inputs(model)
+    main = mod["main"] if "main" in _tvm.functions(mod) else None
+    if not any(weights) or main is None or _tvm.num_inputs(main) != len(weights):
+        return mod
+    # TVM makes one parameter per graph input without an initializer, in graph order
+    # (renamed into identifiers: fc.weight -> fc_weight), then the kept weights
+    mod["main"] = _tvm.with_inputs(main, [str(p.name) for p, w in zip(main.params, weights)
+                                          if not w])
+    return mod
+
+
+#: Operand positions of ONNX operators that hold weights (0-based).
+_WEIGHT_OPERANDS: dict[str, frozenset[int]] = {
+    **dict.fromkeys(("Conv", "ConvTranspose", "Gemm", "InstanceNormalization",
+                     "LayerNormalization", "GroupNormalization", "SimplifiedLayerNormalization"),
+                    frozenset({1, 2})),
+    "BatchNormalization": frozenset({1, 2, 3, 4}),
+    "SkipLayerNormalization": frozenset({2, 3, 4}),
+    "MatMul": frozenset({1}), "PRelu": frozenset({1}), "Gather": frozenset({0}),
+    **dict.fromkeys(("LSTM", "GRU", "RNN"), frozenset({1, 2, 3})),
+}
+#: Operators that only reshape or retype a weight on its way to a weight operand.
+_WEIGHT_PLUMBING = frozenset({"Transpose", "Reshape", "Unsqueeze", "Squeeze", "Flatten",
+                              "Cast", "Identity"})
+
+
+def _onnx_weight_inputs(model: Any) -> list[bool]:
+    """For each graph input without an initializer, in order: is it used only as a
+    weight? Every use must be a weight operand (:data:`_WEIGHT_OPERANDS`), directly or
+    through plumbing ops whose results are used only so; one used nowhere stays an
+    input."""
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    uses: dict[str, list[tuple[Any, int]]] = {}
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name:
+                uses.setdefault(name, []).append((node, k))
+    outputs = {o.name for o in graph.output}
+
+    def weight_only(name: str, depth: int = 0) -> bool:
+        if name in outputs or not uses.get(name) or depth > 8:
+            return False
+        for node, k in uses[name]:
+            if k in _WEIGHT_OPERANDS.get(node.op_type, ()):
+                continue
+            if node.op_type in _WEIGHT_PLUMBING and k == 0 and all(
+                    weight_only(o, depth + 1) for o in node.output):
+                continue
+            return False
+        return True
+
+    return [weight_only(i.name) for i in graph.input if i.name not in inits]
 
 
 def _shape_text(shape: Sequence[Any]) -> str:

@@ -130,7 +130,7 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
                                         "trace's main chain does not run it)")
                 continue  # the build failed before reaching it: nothing to check
         old: Violation | None = None  # reported once, however many user passes follow
-        for k in range(begin, len(main)):
+        for k in range(begin or 0, len(main)):
             s = main[k]
             if check.user_only and s.origin != "user":
                 continue

@@ -279,7 +279,7 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
 
     def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES,
                 max_functions: int | None = None, highlight: bool = True,
-                anchors: str = "") -> str:
+                anchors: str = "", max_total_lines: int | None = None) -> str:
         """Self-contained HTML (inline CSS, no scripts or external resources) of every
         changed function, or of the first ``max_functions`` (the others are named).
         ``highlight=False`` leaves the token colours to the page (the static report
@@ -290,20 +290,39 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         functions not printed are listed in a hidden ``<ul class="pl-unshown">`` and,
         in the Relax functions the graph draws (not fused ones), the variable a binding
         defines is a ``<span class="pl-var" data-var=...>`` (the Explorer links it to the
-        graph)."""
+        graph).
+
+        ``max_total_lines`` bounds the diff lines of all the functions together (a first
+        screen): each function shows what is left of it, and the functions after it ran
+        out are named, not rendered (highlighting is most of a large diff's cost)."""
         mode = _check_mode(mode)
         title = f"<b>{html.escape(self.title)}</b>: " if self.title else ""
         if self.unchanged:
             return _render.wrap_html(f'<div class="pl-summary">{title}no changes</div>')
         shown, note = self._split(max_functions)
+        caps = [max_lines] * len(shown)
+        if max_total_lines is not None:
+            left, caps = max_total_lines, []
+            for fd in shown:
+                if left <= 0:
+                    break
+                caps.append(min(max_lines, left))
+                left -= min(_render.row_total(fd, mode == "side-by-side"), caps[-1])
+            if len(caps) < len(shown):
+                rest = self.functions[len(caps):]
+                names = ", ".join(f"{fd.name} ({fd.status})" for fd in rest[:40])
+                more = f", ... {len(rest) - 40} more" if len(rest) > 40 else ""
+                note = (f"shown {len(caps)} of {len(self.functions)} changed functions (the "
+                        f"first {max_total_lines} diff lines); not printed: {names}{more}.")
+                shown = shown[:len(caps)]
         added, removed, scope = self._counts(shown)
         summary = (f'<div class="pl-summary">{title}{self._summary()} '
                    f'(<span class="pl-count-add">+{added}</span> '
                    f'<span class="pl-count-del">-{removed}</span> lines{scope})</div>')
         blocks = "".join(
-            _render.html_block(fd, mode, max_lines, highlight,
+            _render.html_block(fd, mode, cap, highlight,
                                _render.anchor_id(anchors, k, fd.name) if anchors else "")
-            for k, fd in enumerate(shown))
+            for k, (fd, cap) in enumerate(zip(shown, caps)))
         tail = f'<div class="pl-note">{html.escape(note)}</div>' if note else ""
         if anchors:
             tail += _render.unshown_html(self.functions[len(shown):])

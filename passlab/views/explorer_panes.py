@@ -21,6 +21,10 @@ __all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_se
 #: The panes, in the order of the tabs.
 TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit")
 DIFF_MODES = ("unified", "side-by-side")
+#: Diff lines a first view renders across its functions (a few screens): highlighting
+#: is what a large diff costs (a 32-layer forward rewritten by VMShapeLower: 8,800 lines,
+#: 2 MB of HTML, 1.4 s); "show all" renders every line.
+FIRST_VIEW_LINES = 400
 #: Graph node kinds that stand for data, not a kernel.
 _DATA_KINDS = frozenset({"input", "weight", "constant", "output"})
 
@@ -454,11 +458,18 @@ def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> st
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
     end sends ``diff_all`` when it is clicked); function blocks get ids ``anchors-...``."""
     from passlab._tvm import printing
+    from passlab.analysis import _diff_render
     from passlab.analysis.diff import FIRST_VIEW
 
     printing.prefetch(d.print_jobs(None if all_functions else FIRST_VIEW))
-    if all_functions or len(d) <= FIRST_VIEW:
+    if all_functions:
         return d.to_html(mode, anchors=anchors)
-    button = (f'<button type="button" class="plx-show-all">show all {len(d)} changed '
-              "functions</button>")
-    return d.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors) + button
+    paired = mode == "side-by-side"
+    lines = sum(_diff_render.row_total(fd, paired) for fd in d.functions[:FIRST_VIEW])
+    if len(d) <= FIRST_VIEW and lines <= FIRST_VIEW_LINES:
+        return d.to_html(mode, anchors=anchors)
+    what = (f"all {len(d)} changed functions" if len(d) > FIRST_VIEW
+            else f"all {lines:,} diff lines")
+    button = f'<button type="button" class="plx-show-all">show {what}</button>'
+    return d.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors,
+                     max_total_lines=FIRST_VIEW_LINES) + button

@@ -99,8 +99,9 @@ def _check_texts(data: dict[str, Any], need: Callable[[bool, str], None]) -> Non
     and other values of at most MAX_STRING; a user pass's source and generated code are
     bounded by the file's size only."""
     # paths are (parent path, key) pairs, spelled out only for the error
+    # step records are checked by _check_step (their strings are the name and the stage)
     stack: list[tuple[Any, int, Any]] = [(v, MAX_STRING, (None, k)) for k, v in data.items()
-                                         if k != "code"]
+                                         if k not in ("code", "steps")]
     code = data.get("code")
     if isinstance(code, dict):
         top = (None, "code")
@@ -159,6 +160,10 @@ def _check_step(r: Any, where: str, need: Callable[[bool, str], None],
          f"step {index} has occurrence {occ!r:.40}, not an integer in 0..{index}")
     need(all(isinstance(r[k], str) and len(r[k]) <= MAX_NAME for k in ("name", "stage")),
          f"step {index}'s name and stage are not strings (of at most {MAX_NAME} characters)")
+    for k in ("name", "stage"):
+        if not r[k].isascii():
+            why = bad_text(r[k], MAX_NAME)
+            need(why is None, f"the string at steps[{where.split()[-1]}].{k} {why}")
     need(r["kind"] in KINDS and r["origin"] in _ORIGINS,
          f"step {index} has kind {r['kind']!r:.40} and origin {r['origin']!r:.40}: kinds "
          f"are {', '.join(KINDS)}, origins {', '.join(_ORIGINS)}")

@@ -25,15 +25,11 @@ wrote every reference points to a lower index: requiring that rules out cycles.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-import struct
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from passlab._tvm.tensors import TENSOR_MAGIC, dtype_name, imm_error, tensor_bytes
 from passlab.errors import TraceFileError
 
 __all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_JSON_VALUES",
@@ -68,7 +64,7 @@ MAX_FUNCTION_SIZE = 20_000_000
 MAX_TENSOR_NDIM = 32
 #: Steps of a trace, and the largest step index (an ONNX MobileNetV2 run through
 #: FoldConstant with its weights as inputs: 8,300).
-MAX_STEPS = 100_000
+MAX_STEPS = 50_000
 #: Characters of a name: a step, stage or pass name, a function or variable name in the
 #: IR, a target, a version, an error type.
 MAX_NAME = 4096
@@ -110,11 +106,6 @@ _IR_NAMESPACES = ("ir.", "relax.", "tirx.", "s_tir.", "prim.", "sym.", "te.", "t
 # Types whose JSON form is their own (a "__data_from_json__" type attribute), with the
 # check of that form; a type with such a loader that is not here is refused (ffi.Module
 # would load compiled code).
-_OWN_FORM_STR = frozenset({"ir.Op", "ir.EnvFunc", "target.TargetKind", "ir.SourceName",
-                           "tirx.Axis"})
-# Layout axes (``tirx.Axis``, in the kernels of cumsum and other scans) are saved by name;
-# TVM registers an unknown name when it loads one, so only short plain names are read.
-_AXIS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # tvm_ffi object types that IR holds (tensor constants; integers beyond 64 bits).
 _FFI_OBJECTS = frozenset({"ffi.Tensor", "ffi.BigInt"})
 # Object fields whose C++ type is a nullable reference although their schema is not
@@ -127,9 +118,6 @@ _NULLABLE_FIELDS = frozenset({("tirx.IterVar", "dom")})
 # Fields that hold a name (of a function, variable, buffer, attribute key): capped at
 # MAX_NAME characters, other strings at MAX_STRING.
 _NAME_FIELDS = frozenset({"name", "name_hint", "global_symbol"})
-# EnvFunc names are looked up in TVM's global function table and called by type
-# inference: only TVM's own type-inference functions may be named.
-_ENV_FUNC = re.compile(r"^tvm\.relax\.type\.[A-Za-z0-9_.]+$")
 _DTYPE_TEXT = re.compile(r"^(|bool|handle|void|(u?int|float|bfloat|e\d+m\d+|float\d+_e\d+m\d+\w*)"
                     r"\d*(x\d+)?)$")
 
@@ -314,7 +302,7 @@ def references(node: dict[str, Any]) -> list[tuple[Any, Any]]:
     :func:`check_ir_graph` accepted (a container's elements, an object's fields that TVM
     stores as node indices)."""
     key, data = node["type"], node.get("data")
-    if key in ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict"):
+    if key in ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict") and isinstance(data, list):
         return [(data, k) for k in range(len(data))]
     if key in _PLAIN or not isinstance(data, dict):
         return []
@@ -386,7 +374,7 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
         raise g.fail(i, "is not an IR type registered by this TVM (a trace holds IR "
                         "modules: ir., relax., tirx., s_tir., prim. ... types)")
     if t[2]:
-        _check_own_form(g, i, key, data)
+        check_own_form(g, i, key, data)
         return ()
     if _is_a(key, "ffi.Enum"):
         raise g.fail(i, "an enum type never appears in a module's IR")
@@ -432,23 +420,8 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
         missing = [n for n in _required(key) if n not in data]
         raise g.fail(i, f"lacks the required field(s) {', '.join(missing)}")
     if key in ("ir.IntImm", "ir.FloatImm"):
-        _check_imm(g, i, key, data)
+        check_imm(g, i, key, data)
     return children
-
-
-def _check_imm(g: _Graph, i: int, key: str, data: dict[str, Any]) -> None:
-    """A scalar constant must have a type TVM's constructor accepts (a scalar integer or
-    float type): the loader skips that check."""
-    ty = data.get("ty")
-    if type(ty) is not int:
-        raise g.fail(i, f"a {key} needs its type", "ty")
-    if g.kind[ty] != "ir.PrimType":
-        raise g.fail(i, f"refers to node {ty}, which is a {g.kind[ty]}, but a {key} is typed "
-                        "by an ir.PrimType", "ty")
-    dtype = g.nodes[ty]["data"].get("dtype")
-    why = imm_error(key, dtype) if isinstance(dtype, str) else "no dtype"
-    if why is not None:
-        raise g.fail(i, f"is typed {dtype!r:.40}, which TVM's {key} refuses ({why})")
 
 
 def _check_plain(g: _Graph, i: int, key: str, data: Any) -> Sequence[int]:
@@ -472,7 +445,7 @@ def _check_plain(g: _Graph, i: int, key: str, data: Any) -> Sequence[int]:
         if why:
             raise g.fail(i, f"a string that {why}")
     elif key == "ffi.Bytes":
-        ok = isinstance(data, str) and len(data) <= MAX_STRING and _b64(data) is not None
+        ok = isinstance(data, str) and len(data) <= MAX_STRING and b64(data) is not None
     elif key == "ffi.Shape":
         ok = isinstance(data, list) and all(type(x) is int and 0 <= x < 2**62 for x in data)
     else:  # arrays, lists, maps, dicts: node indices
@@ -504,86 +477,5 @@ def _known_dtype(value: str) -> bool:
     return dt.bits > 0 or value in ("", "void")
 
 
-def _b64(text: str) -> bytes | None:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _check_own_form(g: _Graph, i: int, key: str, data: Any) -> None:
-    if key in _OWN_FORM_STR:
-        if not isinstance(data, str):
-            raise g.fail(i, f"a {key} is saved as its name (a string)")
-        why = bad_text(data, MAX_SOURCE_NAME if key == "ir.SourceName" else MAX_NAME)
-        if why:
-            raise g.fail(i, f"a {key} whose name {why}")
-        known = _known_names(key)
-        if known is not None and data not in known:
-            raise g.fail(i, f"{data!r:.80} is not a {key} registered in this TVM")
-        if key == "tirx.Axis" and not _AXIS_NAME.match(data):
-            raise g.fail(i, f"{data!r:.80} is not a layout axis name (a short identifier)")
-        if key == "ir.EnvFunc" and not _ENV_FUNC.match(data):
-            raise g.fail(i, f"{data!r:.80} is not one of TVM's type-inference functions "
-                            "(tvm.relax.type.*)")
-    elif key == "ffi.Tensor":
-        _check_tensor(g, i, data)
-    elif key == "ffi.BigInt":
-        if not isinstance(data, str) or not re.fullmatch(r"-?[0-9]{1,100}", data):
-            raise g.fail(i, "a big integer is saved as its decimal digits")
-    else:
-        raise g.fail(i, "a trace's IR holds no objects of this type (it loads through "
-                        "code of its own)")
-
-
-@cache
-def _known_names(key: str) -> frozenset[str] | None:
-    import tvm
-
-    if key == "ir.Op":
-        return frozenset(tvm.ir.Op.list_op_names())
-    if key == "ir.EnvFunc":
-        from tvm_ffi.registry import list_global_func_names
-
-        return frozenset(list_global_func_names())
-    if key == "target.TargetKind":
-        return frozenset(tvm.target.Target.list_kinds())
-    return None
-
-
-_HEAD = struct.Struct("<QQiiiBBH")  # magic, reserved, device type and id, ndim, dtype
-
-
-def _check_tensor(g: _Graph, i: int, data: Any) -> None:
-    """TVM's tensor format (``runtime::Tensor::Load``): the declared byte count must be
-    what TVM's writer computes for the shape and data type, the data must be exactly that
-    long, and the copy must fit the buffer TVM allocates for it (sub-byte types are
-    allocated packed but copied a byte per element: refused unless both agree)."""
-    blob = _b64(data) if isinstance(data, str) else None
-    if blob is None or len(blob) < _HEAD.size:
-        raise g.fail(i, "a tensor is saved as base64 of TVM's tensor format")
-    magic, _, dev, dev_id, ndim, code, bits, lanes = _HEAD.unpack_from(blob)
-    if magic != TENSOR_MAGIC or dev != 1 or dev_id != 0:  # kDLCPU, device 0
-        raise g.fail(i, "not a CPU tensor in TVM's tensor format")
-    name = dtype_name(code, bits, lanes)
-    if not 0 <= ndim <= MAX_TENSOR_NDIM or name is None or bits == 0 or code == 3:
-        raise g.fail(i, f"a tensor of {ndim} dimensions, type code {code}, {bits} bits x "
-                        f"{lanes} lanes is not read (at most {MAX_TENSOR_NDIM} dimensions, "
-                        "a numeric data type TVM knows)")
-    end = _HEAD.size + 8 * ndim + 8
-    if len(blob) < end:
-        raise g.fail(i, "the tensor's header is cut short")
-    shape = struct.unpack_from(f"<{ndim}q", blob, _HEAD.size)
-    (nbytes,) = struct.unpack_from("<q", blob, end - 8)
-    if any(d < 0 or d >= 2**31 for d in shape):
-        raise g.fail(i, f"a tensor of shape {list(shape)[:8]} has a dimension out of "
-                        "0..2**31-1")
-    copied, allocated = tensor_bytes(bits, lanes, shape)
-    if nbytes != copied or nbytes != len(blob) - end:
-        raise g.fail(i, f"a {name} tensor of shape {list(shape)[:8]} does not match its "
-                        f"{len(blob) - end:,} bytes of data (declared {nbytes:,}; TVM "
-                        f"reads {copied:,})")
-    if copied != allocated:
-        raise g.fail(i, f"a {name} tensor of shape {list(shape)[:8]} cannot be loaded "
-                        f"safely: TVM would copy {copied:,} bytes into the {allocated:,} it "
-                        "allocates for it")
+# the types with a form of their own live beside this module (they read its limits)
+from passlab.io._own_forms import b64, check_imm, check_own_form  # noqa: E402

@@ -193,6 +193,13 @@ def _bombs(saved: Path, folder: Path) -> dict[str, Path]:
     def long_name(nodes):  # one 16 MiB function name
         nodes[nodes[first(nodes, "ir.GlobalVar")]["data"]["name_hint"]]["data"] = "f" * 2**24
     edit_ir(saved, out["long name"], long_name)
+
+    def many_steps(data):  # as many top-level steps as a trace may have
+        top = [r for r in data["steps"] if r["depth"] == 0]
+        data["steps"] = [dict(top[k % len(top)], index=k, occurrence=0)
+                         for k in range(limits.MAX_STEPS)]
+        data["failure"] = None
+    out["many steps"] = edit_meta(saved, folder / "steps.zip", many_steps)
     return out
 
 
@@ -214,7 +221,8 @@ for path in sys.argv[2:]:
         outcome = "loaded"
     except TraceFileError as exc:
         outcome = "refused " + str(exc).split(": ", 1)[1][:200]
-    print(f"{time.perf_counter() - t0:.1f}", outcome, flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"{time.perf_counter() - t0:.1f}", outcome, f"(peak RSS {peak} MiB)", flush=True)
 """
 
 
@@ -223,13 +231,13 @@ def test_the_worst_file_of_each_kind_stays_within_the_budget(saved, tmp_path):
     # each ran past 1 GiB before: bzip2 inflated in one call (4 GiB), `[],[],...` parsed
     # whole (4.2 GiB), a 16 MiB name printed and wrapped (3 GiB)
     bombs = _bombs(saved, tmp_path)
-    assert all(p.stat().st_size < 300_000 for p in bombs.values())
+    assert all(p.stat().st_size < 600_000 for p in bombs.values())
     out = subprocess.run([sys.executable, "-c", _BUDGET_CHILD, str(BUDGET_BYTES),
                           *map(str, bombs.values()), str(saved)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
-    assert len(lines) == len(bombs) + 1
+    assert len(lines) == len(bombs) + 1, out.stdout
     for line in lines:
         assert float(line.split()[0]) < BUDGET_SECONDS
     why = [line.split(" ", 2)[2] if line.split()[1] == "refused" else "loaded" for line in lines]
@@ -240,7 +248,8 @@ def test_the_worst_file_of_each_kind_stays_within_the_budget(saved, tmp_path):
                              "stored and deflate members only")
     assert "(ffi.String): a string that is 16,777,216 characters long; at most 65,536 are " \
            "read" in why[3]
-    assert why[4] == "loaded"
+    assert why[4:] == ["loaded", "loaded"]
+    print(out.stdout)
 
 
 def test_bzip2_and_lzma_members_are_refused_before_inflating(saved, tmp_path):
@@ -462,7 +471,9 @@ def test_every_type_with_a_json_form_of_its_own_is_decided():
     own = {str(k) for k in get_registered_type_keys()
            if core._lookup_type_attr(core._lookup_or_register_type_info_from_type_key(str(k))
                                      .type_index, "__data_from_json__") is not None}
-    read = limits._OWN_FORM_STR | limits._FFI_OBJECTS
+    from passlab.io._own_forms import OWN_FORM_STR
+
+    read = OWN_FORM_STR | limits._FFI_OBJECTS
     assert read <= own | {"ffi.BigInt"}
     assert own - read == {"ffi.Module"} or own - read <= {"ffi.Module", "ffi.BigInt"}
 
@@ -540,3 +551,18 @@ def test_save_refuses_a_trace_that_would_not_load(mlp_build, tmp_path, monkeypat
         "8,283 nodes; at most 100 are read); nothing was written. trace.save(path, "
         "weights=False) leaves the tensor data out, trace[a:b] saves part of the steps")
     assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_reproducer_of_a_weightless_trace_draws_its_weights(with_tensors, tmp_path):
+    build, _ = with_tensors
+    lean = load_trace(build.trace.save(tmp_path / "lean.trace.zip", weights=False))
+    repro = lean.reproducer(lean.find("FoldConstant"))
+    assert repro.notes[-1] == (
+        "the trace was saved without its weights (trace.save(path, weights=False)): the "
+        "module's tensor constants are seeded random values (seed 0) of their recorded "
+        "shapes and data types")
+    out = subprocess.run([sys.executable, str(repro.write(tmp_path / "r.py"))],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("ok: FoldConstant ran; its output matches the recorded module")

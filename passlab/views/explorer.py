@@ -341,6 +341,7 @@ else:
                 with self.hold_sync():
                     self.steps = panes.rows(self._trace)
                     self.steps_complete = True
+                    self.rendered += 1  # the front end's busy flag waited for them
 
         @t.observe("changed_only", "stage", "search", "show_inner")
         def _on_filter(self, change: Any) -> None:

@@ -107,7 +107,12 @@ function passList(ctx) {
   });
   stageSel.addEventListener("change", () => send({ stage: stageSel.value }));
   changedBox.addEventListener("change", () => send({ changed_only: changedBox.checked }));
-  innerBox.addEventListener("change", () => send({ show_inner: innerBox.checked }));
+  innerBox.addEventListener("change", () => {
+    // rows still to come from the kernel (none in an exported page: the busy flag then
+    // says so)
+    if (innerBox.checked && !model.get("steps_complete")) ctx.busy();
+    send({ show_inner: innerBox.checked });
+  });
   ctx.onCleanup(() => clearTimeout(searchTimer));
 
   // first render, then follow the model

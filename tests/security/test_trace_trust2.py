@@ -566,3 +566,35 @@ def test_a_reproducer_of_a_weightless_trace_draws_its_weights(with_tensors, tmp_
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("ok: FoldConstant ran; its output matches the recorded module")
+
+
+def test_an_onnx_model_with_long_node_names_saves_and_loads_back(tmp_path):
+    # a valid ONNX model whose kept node names reach a SourceName of 6,000 characters
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((8, 8), 0.5, dtype="float32"), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/encoder/" + "m" * 6000),
+             helper.make_node("Relu", ["h"], ["y"], name="/encoder/relu")]
+    graph = helper.make_graph(nodes, "long", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 8])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 8])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    build = passlab.build(passlab.load(model))
+    path = build.trace.save(tmp_path / "onnx.trace.zip")
+    names = [n["data"] for n in json.loads(read_members(path)["ir.json"])["nodes"]
+             if n["type"] == "ir.SourceName"]
+    assert max(map(len, names)) > 6000
+    assert load_trace(path).to_text() == build.trace.to_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["transformer", "mobilenet"])
+def test_traces_of_real_models_save_and_load_back(model, tmp_path):
+    build = passlab.build(passlab.models.by_name(model))
+    for weights in (True, False):
+        path = build.trace.save(tmp_path / f"{model}.trace.zip", weights=weights)
+        assert load_trace(path).to_text() == build.trace.to_text()

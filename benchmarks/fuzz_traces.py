@@ -1,8 +1,11 @@
 """Mutation fuzzing of saved traces, the long run of ``tests/security/test_trace_fuzz.py``.
 
 Saves a fresh trace of ``passlab.models.mlp()``, writes ``--mutants`` random edits of the
-files inside it (indices, swapped fields and nodes, nulls, numbers, strings, types,
-truncation, duplication), loads each one in a child process and calls ``to_text()``,
+files inside it (indices, references to nodes of the same type or type family, swapped
+fields and nodes, nulls, numbers, strings of every length with lone surrogates and
+control characters, types, truncation, duplication) and, for one in ten, of the zip
+container (compression method, encrypted flag, declared sizes, entry count, a duplicate
+member), loads each one in a child process and calls ``to_text()``,
 ``changed()`` and ``to_html()``, and prints how many ended in each way. Every mutant
 must end "ok" or "TraceFileError": a signal, a timeout or another exception is a
 finding, printed with the edits that caused it (the mutant is kept with ``--keep``).

@@ -107,3 +107,19 @@ def test_cli_attribute_prints_the_pass_table(capsys):
     assert lines[0].startswith("mlp on llvm: ") and "1 passes disabled" in lines[0]
     assert lines[3].split()[:2] == ["FuseOps", "ok"] and "4 -> 7" in lines[3]
     assert "[2/2] mlp" in captured.err
+
+
+@pytest.mark.slow
+def test_profiled_sweep_has_run_time_columns():
+    result = passlab.sweep(["mlp"], {"default": "fused", "unfused": "build"}, workers=1,
+                           profile=2)
+    df = result.to_dataframe()
+    assert list(df.columns[-2:]) == ["run_s", "run_s_vs_default"]
+    base, unfused = result["mlp", "default"], result["mlp", "unfused"]
+    assert base.run_s > 0 and unfused.run_s > 0 and base.run_s_vs_default == 1.0
+    assert unfused.run_s_vs_default == pytest.approx(unfused.run_s / base.run_s)
+
+
+def test_sweep_profile_argument_is_checked():
+    with pytest.raises(SweepError, match="profile is True, False or a number of repeats"):
+        passlab.sweep(["mlp"], {"default": "fused"}, profile=0.5)

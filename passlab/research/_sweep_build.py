@@ -161,6 +161,7 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
         from passlab.research._profile_jobs import profile_summary
 
         row["profile"] = profile_summary(built, job)
+        row["run_s"] = row["profile"].get("run_s")
     if job["folder"] is not None:
         _keep(Path(job["folder"]), trace, row)
     return row

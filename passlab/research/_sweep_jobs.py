@@ -39,7 +39,8 @@ from passlab.pipeline import PassEntry, Pipeline, Stage
 
 #: The columns of a sweep row, in order (issue 17).
 COLUMNS = ("model", "pipeline", "status", "error", "build_s", "passes", "kernels",
-           "peak_bytes", "peak_bytes_unplanned", "max_abs_diff", "trace", "report")
+           "peak_bytes", "peak_bytes_unplanned", "max_abs_diff", "trace", "report",
+           "run_s", "run_s_vs_default")
 
 _MOVE_IT = ("define it at the top level of a module (a .py file next to your notebook, "
             "e.g. my_passes.py) and import it from there: worker processes import passes "
@@ -270,6 +271,8 @@ def job_key(job: dict[str, Any]) -> str:
         digest.update(a.tobytes())
     data = dict(model=spec, pipeline=job["pipeline_recipe"], checks=job["checks"], seed=seed,
                 arrays=digest.hexdigest(), versions=_tvm.versions())
+    if job.get("profile") is not None:  # a profiled job is another job (it has run_s)
+        data["profile"] = job["profile"]
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,8 @@ class SweepRow:
     max_abs_diff: float | None
     trace: str | None
     report: str | None
+    run_s: float | None = None  # sweep(profile=...): end-to-end median, seconds
+    run_s_vs_default: float | None = None  # run_s / the baseline row's run_s
 
     def to_dict(self) -> dict[str, Any]:
         return dict(zip(COLUMNS, astuple(self)))
@@ -83,6 +85,16 @@ class Sweep(_render.Displayable):
     ran: int = 0
     reused: int = 0
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        # run time against the baseline pipeline of the same model (profiled sweeps)
+        base = {r.model: r.run_s for r in self.rows if r.pipeline == self.baseline}
+        rows = []
+        for r in self.rows:
+            ref = base.get(r.model)
+            rows.append(r if r.run_s is None or not ref
+                        else replace(r, run_s_vs_default=r.run_s / ref))
+        object.__setattr__(self, "rows", tuple(rows))
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -348,7 +360,7 @@ def _progress(progress: Any) -> Callable[[SweepRow, int, int], None] | None:
 def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any = None,
           workers: int | None = None, executor: Executor | None = None,
           out: str | os.PathLike | None = None, checks: Sequence[Any] = (),
-          timeout: float | None = None,
+          timeout: float | None = None, profile: bool | int = False,
           progress: bool | Callable[[SweepRow, int, int], None] = False,
           trust: bool = False) -> Sweep:
     """Build every model with every pipeline, in parallel, and tabulate the results.
@@ -388,6 +400,10 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     progress
         True prints one line per finished job on stderr; a callable gets ``(row, done,
         total)``.
+    profile
+        True (or a number of repeats; True is 10) times each build that ran
+        (:meth:`passlab.Build.profile`, in its build process): the rows get ``run_s``,
+        the end-to-end median, and ``run_s_vs_default``, its ratio to the baseline's.
     trust
         Model files that can run code when read (``.pt2`` archives with pickles) are
         refused unless True; see :func:`passlab.load`.
@@ -433,6 +449,9 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
                                 or workers < 1):
         raise SweepError(f"workers is how many worker processes to start: an int >= 1 (or "
                          f"None for the CPU count), not {workers!r}")
+    if not isinstance(profile, bool) and (not isinstance(profile, int) or profile < 1):
+        raise SweepError(f"profile is True, False or a number of repeats (an int >= 1), "
+                         f"not {profile!r}")
     recipes, base = _pipelines(pipelines)
     check_data = [check_recipe(c) for c in checks]
     folder = None if out is None else Path(out).resolve()
@@ -445,6 +464,8 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
             job = dict(model=label, pipeline=name, model_spec=spec, pipeline_recipe=recipe,
                        checks=check_data, inputs=_inputs(inputs, label), timeout=timeout,
                        folder=None if folder is None else str(job_folder(folder, label, name)))
+            if profile:
+                job["profile"] = dict(repeat=10 if profile is True else int(profile))
             job["key"] = job_key(job)
             jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
@@ -540,10 +561,12 @@ def _run(jobs: list[dict[str, Any]], todo: list[int],
     while pending:
         pool = _local_pool(size) if own else executor
         assert pool is not None
-        futures = {pool.submit(run_job, jobs[i]): i for i in pending}
+        futures: dict[Any, int] = {}
         lost: list[int] = []
         broken = ""
         try:
+            for i in pending:
+                futures[pool.submit(run_job, jobs[i])] = i
             for fut in as_completed(futures):
                 i = futures[fut]
                 try:

@@ -216,3 +216,21 @@ def test_dynamic_shapes_keep_their_shape_function_in_the_overhead():
 
 def _call_sites_of(build: passlab.Build, name: str) -> int:
     return _call_sites(build)[name]
+
+
+def test_model_explorer_time_overlay(mlp_build, mlp_profile, tmp_path):
+    import json
+
+    files = passlab.to_model_explorer(mlp_build.trace, tmp_path / "m.json", profile=mlp_profile)
+    assert [f.name for f in files] == ["m.json", "m.bytes_out.json", "m.bytes_in.json",
+                                       "m.time.json"]
+    time = json.loads(files[-1].read_text())
+    graphs = {g["id"]: g for g in json.loads(files[0].read_text())["graphs"]}
+    fuse_tir = next(gid for gid in time if gid.endswith("FuseTIR"))
+    labels = {n["id"]: n["label"] for n in graphs[fuse_tir]["nodes"]}
+    assert {labels[nid]: v["value"] for nid, v in time[fuse_tir]["results"].items()} == {
+        "fused_matmul_add_relu": mlp_profile["fused_matmul_add_relu"].median_s,
+        "fused_matmul1_add1": mlp_profile["fused_matmul1_add1"].median_s}
+    assert time[next(iter(time))]["results"] == {}  # LegalizeOps: no kernel names yet
+    plain = passlab.to_model_explorer(mlp_build.trace, tmp_path / "p.json")
+    assert len(plain) == 3

@@ -48,12 +48,11 @@ def _steps(what: Trace | Step | Iterable[Any], names: Sequence[str] | None) -> l
 
 def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLike, *,
                       steps: Sequence[str] | None = None, params: str = "collapse",
-                      inputs: Sequence[str] | None = None, label: str | None = None
-                      ) -> list[Path]:
+                      inputs: Sequence[str] | None = None, label: str | None = None,
+                      profile: Any = None) -> list[Path]:
     """Write the fused graph after each chosen step as one Model Explorer file, and one
     node-data overlay per metric beside it (``<name>.bytes_out.json``,
-    ``<name>.bytes_in.json``). Time per kernel is not measured by a build, so there is no
-    time overlay.
+    ``<name>.bytes_in.json``), and with ``profile`` a time overlay (``<name>.time.json``).
 
     Parameters
     ----------
@@ -71,6 +70,10 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         ``num_input`` attribute): every other parameter is a weight.
     label
         The collection's name in Model Explorer's graph selector; default the file's stem.
+    profile
+        A ``build.profile()`` of the build the steps come from: adds the overlay
+        ``time``, the median seconds per call of the kernel each node runs (nodes are
+        matched to kernels by name, so it shows from FuseOps on).
 
     Returns
     -------
@@ -89,6 +92,9 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
     out = Path(path)
     graphs: list[Any] = []
     overlays: dict[str, dict[str, Any]] = {m: {} for m in OVERLAYS}
+    if profile is not None:
+        overlays["time"] = {}
+    per_call = {} if profile is None else {k.kernel: k.median_s for k in profile if k.calls}
     seen: set[str] = set()
     for s in chosen:
         if s.after is None:
@@ -100,6 +106,14 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         g = fused_graph(s, params=params, inputs=inputs)
         graphs.append(g.to_model_explorer(gid))
         for metric, data in overlays.items():
+            if metric == "time":
+                found = {n.id: {"value": per_call[n.label]} for n in g.nodes
+                         if n.kind in ("kernel", "fused") and n.label in per_call}
+                data[gid] = {"name": "time: seconds per call of the node's kernel "
+                                     "(build.profile)", "results": found,
+                             "gradient": [{"stop": 0, "bgColor": "#e7f5ff"},
+                                          {"stop": 1, "bgColor": "#e8590c"}]}
+                continue
             data[gid] = {"name": f"{metric}: {OVERLAYS[metric]}", "results": node_data(g, metric),
                          "gradient": [{"stop": 0, "bgColor": "#e7f5ff"},
                                       {"stop": 1, "bgColor": "#e8590c"}]}

@@ -592,7 +592,7 @@ def test_an_onnx_model_with_long_node_names_saves_and_loads_back(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["transformer", "mobilenet"])
+@pytest.mark.parametrize("model", ["transformer"])  # mobilenet: 144 s, passes too
 def test_traces_of_real_models_save_and_load_back(model, tmp_path):
     build = passlab.build(passlab.models.by_name(model))
     for weights in (True, False):

@@ -48,6 +48,7 @@ def test_the_slow_pass_comes_first_with_its_kernel(slowed):
     assert first.delta_pct == pytest.approx(first.delta_s / first.run_s_without)
     assert first.kernels == first.kernels_without == 4
     assert first.max_abs_diff == 0.0  # same work, done 100 times
+    assert first.reused is False  # its kernels differ from the full pipeline's
 
 
 @pytest.mark.slow
@@ -123,3 +124,13 @@ def test_profiled_sweep_has_run_time_columns():
 def test_sweep_profile_argument_is_checked():
     with pytest.raises(SweepError, match="profile is True, False or a number of repeats"):
         passlab.sweep(["mlp"], {"default": "fused"}, profile=0.5)
+
+
+@pytest.mark.slow
+def test_variants_with_the_same_kernels_reuse_them():
+    # FoldConstant has nothing to fold in the MLP (its weights are parameters): the build
+    # without it ends in the same kernels and skips TIR lowering and codegen
+    a = passlab.attribute("mlp", passes=["FoldConstant", "FuseOps"], repeat=1, workers=1)
+    assert (a["FoldConstant"].status, a["FoldConstant"].reused) == ("ok", True)
+    assert (a["FuseOps"].status, a["FuseOps"].reused) == ("ok", False)
+    assert a["FoldConstant"].kernels == a["FoldConstant"].kernels_without == 4

@@ -1,13 +1,16 @@
-"""A profile as plain data, for jobs that run in a sweep's build process.
+"""Profiles as plain data, and kernel reuse, for jobs that run in a sweep's build process.
 
 A :class:`~passlab.research.profile.Profile` holds its build (TVM objects that do not
 travel between processes); :func:`profile_summary` keeps what a sweep row or an
 attribution needs: the end-to-end median and spread, and each kernel's calls and time
-per run.
+per run. Jobs of one attribution are variants of one pipeline: :data:`KEPT` holds the
+build process's last builds of a job's ``reuse`` group, so a variant whose Relax pipeline
+ends in the same kernels skips TIR lowering and codegen (``build(..., reuse=)``).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from passlab.errors import first_line
@@ -29,3 +32,30 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
                 overhead_s=prof.overhead_s,
                 kernels={k.kernel: k.total_s for k in called},
                 calls={k.kernel: k.calls for k in called})
+
+
+class _Kept:
+    """The last few builds of each reuse group, in this build process only."""
+
+    def __init__(self, per_group: int = 3) -> None:
+        self.per_group = per_group
+        self.builds: dict[str, OrderedDict[int, Any]] = {}
+
+    def reusable(self, job: dict[str, Any]) -> list[Any]:
+        group = job.get("reuse")
+        return [] if group is None else list(self.builds.get(group, {}).values())
+
+    def keep(self, job: dict[str, Any], built: Any) -> None:
+        group = job.get("reuse")
+        if group is None or built is None:
+            return
+        kept = self.builds.setdefault(group, OrderedDict())
+        kept[id(built)] = built
+        while len(kept) > self.per_group:
+            kept.popitem(last=False)
+        for other in [g for g in self.builds if g != group]:  # one group at a time
+            del self.builds[other]
+
+
+#: This process's kept builds (see the module doc).
+KEPT = _Kept()

@@ -22,6 +22,7 @@ from typing import Any
 
 from passlab import _tvm
 from passlab.errors import BuildError, first_line
+from passlab.research._profile_jobs import KEPT, profile_summary
 from passlab.research._sweep_jobs import (
     check_from_recipe,
     empty_row,
@@ -144,13 +145,17 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
     built = None
     start = time.perf_counter()
     try:
-        built = build(mod, pipe, checks=checks, progress=progress or False)
+        built = build(mod, pipe, checks=checks, progress=progress or False,
+                      reuse=KEPT.reusable(job))  # attribute(): kernels of its variants
         trace = built.trace
+        KEPT.keep(job, built)
     except BuildError as err:
         trace = err.trace
         row.update(status="failed", error=error_text(err))
     row["build_s"] = time.perf_counter() - start
     row.update(measures(trace, built is not None))
+    if job.get("reuse") is not None:
+        row["kernels_reused"] = bool(getattr(trace, "kernels_reused", False))
     if built is not None:
         seed, arrays = job["inputs"]
         try:
@@ -158,8 +163,6 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
         except Exception as exc:  # noqa: BLE001 - the model built but does not run
             row.update(status="failed", error=f"run: {type(exc).__name__}: {first_line(exc)}")
     if job.get("profile") is not None and row["status"] == "ok":  # attribute(), sweep(profile=)
-        from passlab.research._profile_jobs import profile_summary
-
         row["profile"] = profile_summary(built, job)
         row["run_s"] = row["profile"].get("run_s")
     if job["folder"] is not None:

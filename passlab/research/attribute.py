@@ -7,6 +7,8 @@ outputs against the full pipeline's on the same seeded inputs, profiles each one
 builds are sweep jobs (:mod:`passlab.research.sweep`): they run in worker processes, on
 the local pool or any ``concurrent.futures.Executor`` (Dask's ``client.get_executor()``),
 and a variant that fails to build, crashes or runs out of time is a row, not the end.
+A build process keeps its last builds of the attribution, so a variant whose Relax
+pipeline ends in kernels it has already compiled skips TIR lowering and codegen.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["attribute", "Attribution", "PassEffect", "COLUMNS", "STATUSES"]
 
 #: ``Attribution.to_dataframe()`` columns, in order (issue 25's contract, then extras).
 COLUMNS = ("pass", "status", "max_abs_diff", "kernels", "kernels_without", "run_s",
-           "run_s_without", "delta_s", "delta_pct", "moved", "spread", "error")
+           "run_s_without", "delta_s", "delta_pct", "moved", "spread", "error", "reused")
 
 #: What a row's ``status`` can be.
 STATUSES = ("ok", "outputs differ", "build fails", "run fails", "timeout", "crashed")
@@ -49,7 +51,8 @@ class PassEffect:
     ``delta_pct`` that as a share of ``run_s_without``; ``kernels`` /
     ``kernels_without`` count the kernels a run calls; ``moved`` the kernels whose time
     per run changed most, as ``(kernel, seconds with the pass - without)``; ``spread``
-    the larger of the two end-to-end spreads."""
+    the larger of the two end-to-end spreads; ``reused`` whether the build without the
+    pass ended in the full pipeline's kernels and skipped TIR lowering and codegen."""
 
     pass_: str
     status: str
@@ -63,6 +66,7 @@ class PassEffect:
     moved: tuple[tuple[str, float], ...]
     spread: float | None
     error: str
+    reused: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         values = [getattr(self, "pass_" if c == "pass" else c) for c in COLUMNS]
@@ -247,7 +251,8 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         job: dict[str, Any] = dict(
             model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
             checks=[], inputs=_inputs(inputs, label), timeout=timeout, folder=None,
-            profile=dict(repeat=repeat))
+            profile=dict(repeat=repeat), reuse=f"attribute:{spec.get('sha') or label}:"
+                                               f"{pipe.target}:{id(pipe)}")
         job["key"] = job_key(job)
         jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
@@ -277,7 +282,7 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
             delta, None if delta is None or not run_wo else delta / run_wo,
             () if "kernels" not in prof else _moved(bprof["kernels"], prof["kernels"]),
             None if "spread" not in prof else max(prof["spread"], bprof["spread"]),
-            row.get("error") or prof.get("error", "")))
+            row.get("error") or prof.get("error", ""), row.get("kernels_reused")))
     rows.sort(key=lambda r: (r.delta_s is None, -abs(r.delta_s or 0.0)))
     return Attribution(tuple(rows), label, target, bprof["run_s"], len(bprof["calls"]),
                        "ok", "", took)

@@ -15,6 +15,7 @@ from typing import Any
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import block_html
 from passlab.recording.trace import Step, Trace
+from passlab.views import _explorer_life as _life
 from passlab.views import explorer_panes as panes
 
 __all__ = ["Explorer"]
@@ -168,6 +169,12 @@ else:
                      **kwargs: Any) -> None:
             from passlab.recording.build import Build
 
+            # earlier Explorers nobody refers to any more let go of their builds now
+            # (ipywidgets' registry would keep them, and their builds, for good)
+            _life.release_dropped()
+            self._views = 0  # views of this widget open in front ends (_explorer_life)
+            self._pinned = False  # handed to a display, no view reported yet
+            self._closed = False
             #: the Build to re-run from the Edit pane (None for a trace or a BuildError)
             self._build = trace if isinstance(trace, Build) else None
             #: the picked node's panel waits for the graph pane (see _keep_node)
@@ -204,18 +211,49 @@ else:
             self.selected = first
             if first == -1:  # no change event: render the "empty" pane by hand
                 self._render()
+            self.on_msg(_life.views_message)  # a module function: no cycle to the widget
+            _life.OPEN.add(self)
 
         @property
         def trace(self) -> Trace:
+            if self._closed:
+                raise RuntimeError("this Explorer was closed (it let go of its trace and "
+                                   "build): open a new one, passlab.Explorer(build)")
             return self._trace
 
         @property
         def step(self) -> Step | None:
             """The selected :class:`~passlab.Step`, or None."""
-            return self._panes.step(self.selected)
+            return None if self._closed else self._panes.step(self.selected)
+
+        # ----------------------------------------------------------- lifecycle
+        def close(self) -> None:
+            """Close the widget (its views go from the front end) and let go of the
+            build, trace and edit history. An Explorer nothing refers to any more is
+            closed when the next one opens (see ``passlab.views._explorer_life``)."""
+            _life.OPEN.discard(self)
+            layout = self._trait_values.get("layout")  # ipywidgets leaves it registered
+            super().close()
+            if layout is not None and hasattr(layout, "close"):
+                layout.close()
+            if getattr(self, "_closed", True):
+                return
+            self._closed, self._ready = True, False  # observers stay quiet from here
+            self._build = self._session = None
+            self._trace = Trace([])
+            self._panes = panes.PaneRenderer(self._trace)
+            with self.hold_sync():
+                self.steps, self.visible, self.stages = [], [], []
+                for tab in panes.TABS:
+                    setattr(self, f"{tab}_html", "")
+                self.explain_html = self.kernel_text = self.kernel_text_html = ""
+                self.kernel_html = self.code_text = ""
 
         # ------------------------------------------------------------- editing
         def _editing(self, what: str) -> Any:
+            if self._closed:
+                raise RuntimeError(f"{what}: this Explorer was closed; open a new one, "
+                                   "passlab.Explorer(passlab.build(model))")
             if self._session is None:
                 raise TypeError(
                     f"{what} needs the build, and this Explorer was opened on a "
@@ -536,6 +574,7 @@ else:
             bundle = super()._repr_mimebundle_(**kwargs)
             if bundle is None:
                 return {"text/plain": self.to_text()}
+            self._pinned = True  # shown somewhere: kept until its views report and go
             data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
             try:
                 data["text/plain"] = self.to_text()
@@ -544,6 +583,8 @@ else:
             return data, meta
 
         def __repr__(self) -> str:
+            if getattr(self, "_closed", False):
+                return "<Explorer (closed)>"
             step = self.step
             sel = f", selected #{step.index} {step.label}" if step is not None else ""
             return f"<Explorer: {len(self._trace)} steps{sel}, pane {self.tab!r}>"

@@ -115,6 +115,12 @@ function render({ model, el }) {
   on("change:diff_mode", showTab);
   on("change:rendered", () => { noKernel.hidden = true; idle(); });
 
+  // the kernel keeps its Explorer (and the build) alive while a view of it is open, and
+  // lets go of a dropped one once its last view goes (_explorer_life.py)
+  const viewCount = (n) => { try { if (model.send) model.send({ views: n }); } catch (e) { /* no kernel */ } };
+  viewCount(1);
+  ctx.onCleanup(() => viewCount(-1));
+
   return () => ctx.cleanup();
 }
 

@@ -88,6 +88,8 @@ def test_mlp_profile_structure(mlp_build, mlp_profile):
     # 4x16 @ 16x32 floats + bias + relu in, 4x32 out: every argument's bytes per call
     assert mlp_profile["fused_matmul_add_relu"].bytes == 4 * (4 * 16 + 16 * 32 + 32 + 4 * 32)
     assert mlp_profile.entry == "forward" and mlp_profile.target == "llvm"
+    with pytest.raises(TypeError):  # results are immutable
+        mlp_profile.builtins["vm.builtin.alloc_tensor"] = 0
 
 
 @pytest.mark.slow

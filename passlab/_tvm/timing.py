@@ -118,9 +118,9 @@ def kernel_library(vm: Any) -> Any:
 
 def capture(vm: Any, entry: str, args: Sequence[Any], kernels: set[str]
             ) -> tuple[list[Call], dict[tuple, list[Any]]]:
-    """Run ``entry`` once with an instrument: every call in order, and copies of the
-    tensor arguments of each kernel signature's first call (taken before the call, so
-    its inputs hold the values the run gave them)."""
+    """Run ``entry`` once with an instrument: every call in order, and the arguments of
+    each kernel signature's first call, tensors copied before the call (so its inputs
+    hold the values the run gave them)."""
     import tvm
 
     calls: list[Call] = []
@@ -135,8 +135,9 @@ def capture(vm: Any, entry: str, args: Sequence[Any], kernels: set[str]
                     tuple(str(a.dtype) for a in tensors),
                     sum(_nbytes(a) for a in tensors))
         calls.append(call)
-        if call.kernel and call.signature not in copies and len(tensors) == len(call_args):
-            copies[call.signature] = [a.copyto(a.device) for a in tensors]
+        if call.kernel and call.signature not in copies:  # scalars (shape vars) as they are
+            copies[call.signature] = [a.copyto(a.device) if isinstance(a, tvm.runtime.Tensor)
+                                      else a for a in call_args]
         return 0
 
     vm.set_instrument(instrument)
@@ -227,6 +228,8 @@ def skeleton(relax_mod: Any, tgt: Any, kind: str, dev: Any) -> Any:
     return machine(executable, kind, dev)
 
 
-def builtin_counts(calls: Sequence[Call]) -> dict[str, int]:
-    """Calls per run of everything that is not a kernel, most called first."""
-    return dict(Counter(c.symbol for c in calls if not c.kernel).most_common())
+def builtin_counts(calls: Sequence[Call]) -> Mapping[str, int]:
+    """Calls per run of everything that is not a kernel, most called first (read-only)."""
+    from types import MappingProxyType
+
+    return MappingProxyType(dict(Counter(c.symbol for c in calls if not c.kernel).most_common()))

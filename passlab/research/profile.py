@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,7 +120,7 @@ class Profile(NamedSequence[KernelTime], Displayable):
     end_to_end_s: float
     end_to_end_spread: float
     overhead_s: float
-    builtins: dict[str, int]
+    builtins: Mapping[str, int]
     entry: str
     target: str
     repeat: int

@@ -328,22 +328,6 @@ def test_cli_refuses_bad_timeouts_and_twice_named_pipelines(capsys):
 
 # ------------------------------------------------------- issue 22: nothing lost (slow)
 @pytest.mark.slow
-def test_labels_that_differ_in_cut_characters_keep_their_own_files(tmp_path):
-    # both folders were mlp/default; the second job fails fast, files and all
-    pipes = {"default": "fused",
-             "default!": Pipeline.default("llvm").insert(user.broken, after="legalize")}
-    result = passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path)
-    assert [(r.pipeline, r.status) for r in result] == [("default", "ok"),
-                                                        ("default!", "failed")]
-    for r in result:
-        folder = job_folder(tmp_path, "mlp", r.pipeline)
-        assert r.trace == str(folder / "trace.zip") and os.path.isfile(r.trace)
-        assert json.loads((folder / "job.json").read_text())["pipeline"] == r.pipeline
-    again = passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path)
-    assert (again.ran, again.reused) == (0, 2)  # before: one rebuilt on every rerun
-
-
-@pytest.mark.slow
 def test_a_job_that_kills_its_worker_loses_nothing(tmp_path, monkeypatch):
     """The pass kills the pool worker watching it (its build process's parent): the pool
     breaks. The job pending behind it runs again on a fresh pool; the culprit is one
@@ -367,10 +351,14 @@ def test_a_job_that_kills_its_worker_loses_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monkeypatch):
+    """Also: two labels that cut to one folder name ("default", "default!" were both
+    mlp/default, the second overwriting the first's files and record) keep their own."""
     pids = tmp_path / "pids"
     monkeypatch.setenv("PASSLAB_TEST_PIDFILE", str(pids))
-    pipes = {"default": "fused",
-             "hangs": Pipeline.default("llvm").insert(user.hangs, after="legalize")}
+    finished = {"default": "fused",
+                "default!": Pipeline.default("llvm").insert(user.broken, after="legalize")}
+    pipes = finished | {"hangs": Pipeline.default("llvm").insert(user.hangs,
+                                                                 after="legalize")}
     sent = []
 
     def interrupt_when_hanging():
@@ -388,10 +376,16 @@ def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monk
     took = time.monotonic() - sent[0]
     assert took < 10, f"the interrupt took {took:.1f} s to stop the sweep"
     partial = info.value.sweep
-    assert [(r.pipeline, r.status) for r in partial] == [("default", "ok")]
-    assert (job_folder(tmp_path / "out", "mlp", "default") / "job.json").is_file()
+    assert [(r.pipeline, r.status) for r in partial] == [("default", "ok"),
+                                                         ("default!", "failed")]
     [pid] = [int(p) for p in pids.read_text().split()]
     assert gone_within(pid, 5)  # its build process was killed, not left sleeping
+    for r in partial:
+        folder = job_folder(tmp_path / "out", "mlp", r.pipeline)
+        assert r.trace == str(folder / "trace.zip") and os.path.isfile(r.trace)
+        assert json.loads((folder / "job.json").read_text())["pipeline"] == r.pipeline
+    again = passlab.sweep(["mlp"], finished, workers=1, out=tmp_path / "out")
+    assert (again.ran, again.reused) == (0, 2)  # before: one rebuilt on every rerun
 
 
 def test_a_build_process_ends_itself_when_nobody_watches(tmp_path):

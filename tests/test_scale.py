@@ -96,3 +96,49 @@ def test_report_full_writes_every_step(saved, tmp_path, monkeypatch):
     full = report.render_report(trace, full=True)
     assert full.count('class="pl-row') == 30 and 'class="pl-omitted"' not in full
     assert full.count('id="pl-diff-') == 30
+
+
+def test_diff_html_bounds_the_lines_of_all_functions_together(mlp_build):
+    from passlab.analysis.diff import diff
+
+    d = diff(mlp_build.trace.find("LegalizeOps"))  # forward 22 lines, then 10-12 each
+    html = d.to_html("unified", max_total_lines=30)
+    assert html.count("data-fn=") == 2  # forward (22) and add (8 of its 10)
+    assert "[truncated: shown 8 of 10 diff lines]" in html
+    assert ("shown 2 of 8 changed functions (the first 30 diff lines); not printed: add1 "
+            "(added), matmul (added), matmul1 (added), relu (added), transpose (added), "
+            "transpose1 (added).") in html
+    assert d.to_html("unified", max_total_lines=1000) == d.to_html("unified")
+
+
+def test_first_view_offers_every_line_when_it_cut_some(mlp_build, monkeypatch):
+    trace = mlp_build.trace
+    step = trace.find("LegalizeOps")
+    monkeypatch.setattr(panes, "FIRST_VIEW_LINES", 30)
+    html = panes.PaneRenderer(trace).pane("diff", step.index)
+    # 2 printed, 6 listed as not shown (the pane's function list)
+    assert (html.count("data-fn="), html.count("<li data-fn=")) == (8, 6)
+    assert html.endswith('<button type="button" class="plx-show-all">show all 96 diff '
+                         "lines</button>")
+    full = panes.PaneRenderer(trace).pane("diff", step.index, all_functions=True)
+    assert (full.count("data-fn="), full.count("<li data-fn=")) == (8, 0)
+    assert "plx-show-all" not in full
+
+
+def test_report_diff_blocks_are_first_screens_unless_full(mlp_build, monkeypatch):
+    from passlab.views import _embed, report
+
+    trace = mlp_build.trace
+    step = trace.find("LegalizeOps")
+    monkeypatch.setattr(report, "REPORT_LINES", 30)
+
+    def block(text: str) -> str:
+        start = text.index(f'id="pl-diff-{step.index}"')
+        payload = text[text.index(">", start) + 1:text.index("</script>", start)]
+        gz = 'data-encoding="gzip+base64"' in text[start:text.index(">", start)]
+        return _embed.decode_block(payload, _embed.ENCODING_GZIP if gz else None)
+
+    capped = block(report.render_report(trace))
+    # side by side: forward 15 rows, add 10, add1 5 of its 10
+    assert capped.count("data-fn=") == 3 and "(the first 30 diff lines)" in capped
+    assert block(report.render_report(trace, full=True)).count("data-fn=") == 8

@@ -295,13 +295,13 @@ def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entr
     if walked is None:
         walked = {}
     kinds = hash(tuple((n, n in relax_fns) for n in funcs))
-    calls = {}
+    calls: dict[str, list[tuple[str, str, str]]] = {}
     for n, f in relax_fns.items():
         key = (f.__chandle__(), kinds)
-        hit = walked.get(key)
-        if hit is None:
-            hit = walked[key] = _calls(f, mod)
-        calls[n] = hit
+        known = walked.get(key)
+        if known is None:
+            known = walked[key] = _calls(f, mod)
+        calls[n] = known
     used_in: dict[str | None, set[str]] = {}  # one walk of the input per function
     missing: list[str] = []
     for op, w in where.items():

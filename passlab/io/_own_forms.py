@@ -13,8 +13,8 @@ import struct
 from functools import cache
 from typing import Any
 
-import passlab.io.validate as _v
 from passlab._tvm.tensors import TENSOR_MAGIC, dtype_name, imm_error, tensor_bytes
+from passlab.io import _text as _v
 
 __all__ = ["OWN_FORM_STR", "check_own_form", "check_imm", "b64"]
 

@@ -31,6 +31,8 @@ from functools import cache, lru_cache
 from typing import Any
 
 from passlab.errors import TraceFileError
+from passlab.io._own_forms import b64, check_imm, check_own_form
+from passlab.io._text import MAX_NAME, MAX_SOURCE_NAME, MAX_STRING, MAX_TENSOR_NDIM, bad_text
 
 __all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_JSON_VALUES",
            "MAX_TRACE_JSON_VALUES", "MAX_IR_NODES", "MAX_IR_DEPTH", "MAX_FUNCTION_SIZE",
@@ -60,36 +62,12 @@ MAX_IR_DEPTH = 512
 #: Nodes of one function counted as a tree (a node reached twice counts twice): bounds
 #: the work of printing it, which unfolds shared subexpressions.
 MAX_FUNCTION_SIZE = 20_000_000
-#: Dimensions of a tensor constant.
-MAX_TENSOR_NDIM = 32
 #: Steps of a trace, and the largest step index (an ONNX MobileNetV2 run through
 #: FoldConstant with its weights as inputs: 8,300).
 MAX_STEPS = 50_000
-#: Characters of a name: a step, stage or pass name, a function or variable name in the
-#: IR, a target, a version, an error type.
-MAX_NAME = 4096
-#: Characters of any other string: an IR string or attribute, a message, a warning, a note.
-MAX_STRING = 65536
-#: Characters of a source name (``ir.SourceName``: the ONNX node names or PyTorch module
-#: paths that one binding came from, joined; a large ONNX model's reach 100,000).
-MAX_SOURCE_NAME = 1 << 20
 #: Nesting depth of a step (pass calls inside pass calls; real builds: under 20).
 MAX_STEP_DEPTH = 256
 
-
-
-def bad_text(value: str, limit: int) -> str | None:
-    """None when ``value`` has at most ``limit`` characters and is text (no lone UTF-16
-    surrogate, which JSON's ``\\ud800`` escapes can carry and no terminal or HTML page can
-    encode), else what is wrong with it."""
-    if len(value) > limit:
-        return f"is {len(value):,} characters long; at most {limit:,} are read"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "holds a lone UTF-16 surrogate (not text)"
-    return None
 
 
 # ---------------------------------------------------------------- type registry
@@ -475,7 +453,3 @@ def _known_dtype(value: str) -> bool:
     except Exception:  # noqa: BLE001 - TVM's parser raises its own error types
         return False
     return dt.bits > 0 or value in ("", "void")
-
-
-# the types with a form of their own live beside this module (they read its limits)
-from passlab.io._own_forms import b64, check_imm, check_own_form  # noqa: E402

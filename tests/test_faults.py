@@ -201,7 +201,7 @@ def poison_transpose1(mod):
     return tvm.IRModule(out, attrs=mod.attrs)
 
 
-def test_codegen_failure_names_the_kernel_and_its_reproducer_compiles_it():
+def test_codegen_failure_names_the_kernel_and_its_reproducer_compiles_it(monkeypatch):
     # issue 22 item 12: "build failed in codegen ... unknown intrinsic" named no kernel
     err = fails(Pipeline.default("llvm").insert(poison_transpose1, after="host_finalize"))
     f = err.failure
@@ -220,6 +220,12 @@ def test_codegen_failure_names_the_kernel_and_its_reproducer_compiles_it():
     # a failure before the TIR stage (VM codegen) names no kernel
     vm = fails(Pipeline.default("llvm").remove("LegalizeOps"))
     assert vm.failure.note == "" and reproducer(vm).kernel == ""
+    # the search is bounded in time: past it, the failure names no kernel
+    import passlab.recording.codegen as codegen_module
+
+    monkeypatch.setattr(codegen_module, "SEARCH_SECONDS", 0.0)
+    late = fails(Pipeline.default("llvm").insert(poison_transpose1, after="host_finalize"))
+    assert late.failure.note == "" and reproducer(late).kernel == ""
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ and kept once read.
 from __future__ import annotations
 
 import dataclasses
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -199,6 +200,10 @@ class CodegenCulprit:
                 f"the output of the {self.stage} stage")
 
 
+#: At most this long is spent compiling kernels one at a time after a codegen failure
+#: (a large model whose failure no kernel explains would otherwise compile them all).
+SEARCH_SECONDS = 30.0
+
 #: TIR stages whose output the code generators receive, device code first (a GPU
 #: target's kernels are where its code generator fails most).
 _FINAL_STAGES = ("device_finalize", "host_finalize")
@@ -242,6 +247,7 @@ def _culprit(trace: Any) -> CodegenCulprit | None:
     if host is None or not expected:
         return None
     kernels = [gv.name_hint for gv in host.get_global_vars()]
+    deadline = time.perf_counter() + SEARCH_SECONDS
     for stage in _FINAL_STAGES:
         mod = trace_module = _final_module(trace, stage)
         if trace_module is None:
@@ -249,6 +255,8 @@ def _culprit(trace: Any) -> CodegenCulprit | None:
         names = sorted(gv.name_hint for gv in mod.get_global_vars())
         found, compiled = None, 0
         for name in names:
+            if time.perf_counter() > deadline:  # a failure no kernel explains: stop looking
+                return None
             exc = _codegen.compile_alone(mod, name)
             if exc is None:
                 compiled += 1

@@ -172,16 +172,18 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     failure = trace.failure
     fail_rec: dict[str, Any] | None = None
     if failure is not None:
-        fail_rec = dict(where=failure.where, message=failure.message,
-                        error_type=failure.error_type, enclosing=list(failure.enclosing),
-                        note=failure.note,
+        fail_rec = dict(where=failure.where, message=_fit(failure.message, _limits.MAX_STRING),
+                        error_type=_fit(failure.error_type, _limits.MAX_NAME),
+                        enclosing=[_fit(e, _limits.MAX_NAME) for e in failure.enclosing],
+                        note=_fit(failure.note, _limits.MAX_STRING),
                         step=None if failure.step is None else failure.step.index)
         if failure.step is not None and failure.step.index not in indices:
             fail_rec["step_record"] = _step_record(failure.step, mods)  # a sliced trace
     data = dict(
         format=FORMAT, version=FORMAT_VERSION, target=trace.target,
         versions=dict(meta.get("versions") or _tvm.versions()),
-        warnings=list(trace.warnings), input=mods.id(trace.input),
+        warnings=[_fit(w, _limits.MAX_STRING) for w in trace.warnings],
+        input=mods.id(trace.input),
         pipeline=_pipeline_data(trace.pipeline), failure=fail_rec, steps=steps,
         code=_code_data(trace),
     )
@@ -211,6 +213,17 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _fit(text: str, limit: int) -> str:
+    """A message as the loader reads it: lone surrogates replaced, cut at ``limit``
+    characters (a TVM error can quote a whole function; the trace must still save)."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+    if len(text) <= limit:
+        return text
+    keep = limit - 80  # room for the note
+    return text[:keep] + f" ... ({len(text) - keep:,} more characters cut when the trace " \
+                         "was saved)"
 
 
 def _check_before_write(meta: bytes, ir: str, path: Path) -> None:

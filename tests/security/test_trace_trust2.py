@@ -576,3 +576,19 @@ def test_an_onnx_model_with_long_node_names_saves_and_loads_back(tmp_path):
              if n["type"] == "ir.SourceName"]
     assert max(map(len, names)) > 6000
     assert load_trace(path).to_text() == build.trace.to_text()
+
+
+def test_a_long_failure_message_is_cut_on_save_not_refused(mlp_build, tmp_path):
+    # a TVM error can quote a whole function: the trace must still save and load
+    from passlab.recording.trace import Failure, Trace
+
+    t = mlp_build.trace
+    long = Failure("pass", "x" * 100_000 + "\udcff", "TVMError", t[3], (), "")
+    failed = Trace(list(t), {**t._meta, "failure": long, "warnings": ["w\ud800"]}, adopt=True)
+    loaded = load_trace(failed.save(tmp_path / "failed.zip"))
+    msg = loaded.failure.message
+    assert len(msg) <= limits.MAX_STRING
+    assert msg == "x" * (limits.MAX_STRING - 80) + (
+        f" ... ({100_001 - limits.MAX_STRING + 80:,} more characters cut when the trace was "
+        "saved)")
+    assert loaded.warnings[0] == "w?"

@@ -60,12 +60,15 @@ def test_change_marks_against_the_previous_pass(ex, trace):
     page = ex.graph_html
     assert classes(page) == {"x": "", "lv": "plx-new", "lv1": "plx-new", "output": ""}
     assert ("Against #9 FoldConstant: " in page and "</span> 2; " in page
-            and "removed</span> 5: matmul, add, relu, matmul1, add1</div>" in page)
+            and '<details class="plx-removed"><summary><span class="plx-mark plx-mark-removed">'
+                'removed</span> (5)</summary><div class="plx-removed-list">matmul, add, relu, '
+                'matmul1, add1</div></details></div>' in page)
+    assert "<details class=\"plx-removed\" open" not in page  # closed: one line above the graph
     # FuseTIR renames lv1 to gv (matched by kernel name) and rewrites both kernels as TIR
     ex.selected = trace.find("FuseTIR").index
     assert classes(ex.graph_html) == {"x": "", "lv": "plx-rewritten", "gv": "plx-rewritten",
                                       "output": ""}
-    assert "removed</span> 0</div>" in ex.graph_html
+    assert "removed</span> (0)</div>" in ex.graph_html  # nothing to open: no disclosure
     ex.selected = trace.find("RewriteDataflowReshape").index  # changed nothing
     assert set(classes(ex.graph_html).values()) == {""}
     # LegalizeOps turns each operator into a kernel call of the same id
@@ -90,12 +93,29 @@ def test_bytes_overlay_colours_edges_and_kernels(ex):
     # three tensors (128 B .. 512 B) and lv's 2.9 KiB in+out (x, both fc1 params, lv)
     assert page.count('class="edge plx-ov"') == 3
     assert re.search(r'<span class="plx-legend-min">128 B</span>.*'
-                     r'<span class="plx-legend-max">2.9 KiB</span>', page)
-    assert 'stroke="#e8590c"' not in page  # the largest is a kernel, not an edge
-    assert 'fill="#ffc9c9"' in page  # lv, the largest: the ramp's end
-    assert 'stroke="#1c7ed6"' in page  # gv's 128 B output: the ramp's start
+                     r'<span class="plx-legend-max">2.9 KiB</span> kernels', page)
+    assert 'stroke="#1f9e89"' not in page  # the largest is a kernel, not an edge
+    assert 'fill="#fde725"' in page  # lv, the largest: viridis' yellow end, under black text
+    assert 'stroke="#31688e"' in page  # gv's 128 B output: the edge ramp's start
     ex.graph_overlay = "none"
     assert "plx-ov" not in ex.graph_html and "plx-graph-legend" not in ex.graph_html
+
+
+def test_overlay_palette_is_viridis_and_every_fill_carries_readable_text():
+    from passlab.analysis import _graph_render as R
+
+    assert (R.FILL_RAMP[0], R.FILL_RAMP[-1]) == ("#440154", "#fde725")
+    # lightness rises monotonically along the ramp (a sequential palette)
+    lum = [R.contrast(c, "#000000") for c in R.FILL_RAMP]
+    assert lum == sorted(lum)
+    # the label colour on any fill of the ramp reads at 4.5:1 or better
+    worst = min(R.contrast(f, R.text_on(f)) for f in
+                (R._ramp(R.FILL_RAMP, i / 100) for i in range(101)))
+    assert worst >= 4.5
+    assert (R.text_on("#440154"), R.text_on("#fde725")) == ("#ffffff", "#000000")
+    # edges keep 3:1 on the light (#ffffff) and the dark (#111111) page
+    for c in R.EDGE_RAMP:
+        assert R.contrast(c, "#ffffff") >= 3 and R.contrast(c, "#111111") >= 3
 
 
 def test_flops_overlay_colours_kernels_by_tvms_estimate(ex, trace):
@@ -111,7 +131,7 @@ def test_flops_overlay_colours_kernels_by_tvms_estimate(ex, trace):
     assert re.search(r'<span class="plx-legend-min">2.08 K</span>.*'
                      r'<span class="plx-legend-max">4.35 K</span> kernels', page)
     assert "plx-ov" not in page  # edges keep their colour
-    assert 'fill="#ffc9c9"' in page and 'fill="#d0ebff"' in page  # the ramp's two ends
+    assert 'fill="#fde725"' in page and 'fill="#440154"' in page  # viridis' two ends
     # before FuseTIR: a fused Relax function counts the kernels it calls
     ex.selected = trace.find("FuseOps").index
     assert '<span class="plx-legend-max">4.35 K</span>' in ex.graph_html

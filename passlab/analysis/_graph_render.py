@@ -19,7 +19,7 @@ from typing import Any
 from passlab import _render
 
 __all__ = ["TERMINALS", "OVERLAYS", "MARKS", "bytes_text", "params_text", "shown", "node_bytes",
-           "Overlay", "overlay", "to_dot", "to_text", "to_html"]
+           "Overlay", "overlay", "to_dot", "to_text", "to_html", "contrast", "text_on"]
 
 #: Node kinds that are data, not computation.
 TERMINALS = frozenset({"input", "weight", "constant", "output"})
@@ -33,10 +33,35 @@ OVERLAYS = ("none", "bytes", "flops")
 #: Change marks against an earlier graph: node class and outline colour (read on light
 #: and dark backgrounds).
 MARKS = {"new": ("plx-new", "#2da44e"), "rewritten": ("plx-rewritten", "#d4a72c")}
-#: Colour ramps of the bytes overlay, small to large. Edges: mid-luminance colours (3:1
-#: or better on white and on JupyterLab Dark's grey); kernels: light fills under black text.
-EDGE_RAMP = ("#1c7ed6", "#ae3ec9", "#e8590c")
-FILL_RAMP = ("#d0ebff", "#fff3bf", "#ffc9c9")
+#: Colour ramps of the bytes and FLOPs overlays, small to large: viridis (perceptually
+#: uniform, monotone in lightness, readable by the colour-blind). Kernels take the whole
+#: ramp, each under the text colour of :func:`text_on` (4.5:1 or better on every fill);
+#: edges take its middle, the part that keeps 3:1 on white and on JupyterLab Dark's
+#: #111111, and their width carries the rest of the scale.
+FILL_RAMP = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
+             "#6ece58", "#b5de2b", "#fde725")
+EDGE_RAMP = ("#31688e", "#26828e", "#1f9e89")
+
+
+def _luminance(colour: str) -> float:
+    """WCAG relative luminance of "#rrggbb"."""
+    def lin(c: int) -> float:
+        x = c / 255
+        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two "#rrggbb" colours (1 to 21)."""
+    la, lb = sorted((_luminance(a), _luminance(b)))
+    return (lb + 0.05) / (la + 0.05)
+
+
+def text_on(fill: str) -> str:
+    """Black or white, whichever reads better on ``fill`` (never under 4.5:1 on a ramp
+    colour: the two are equal, at 4.58:1, only at luminance 0.18)."""
+    return "#000000" if contrast(fill, "#000000") >= contrast(fill, "#ffffff") else "#ffffff"
 
 
 def params_text(n: Any) -> str:
@@ -326,10 +351,12 @@ def _node_attrs(n: Any, fill: str | None = None, mark: str | None = None) -> str
     if n.ops and n.ops != (n.label,):
         rows = [" + ".join(n.ops[i:i + 6]) for i in range(0, len(n.ops), 6)]  # wrap long lists
         lines.append(f'<FONT POINT-SIZE="9">{"<BR/>".join(esc(r) for r in rows)}</FONT>')
+    # an overlay fill may be dark: the small lines take its text colour, not grey
+    small = text_on(fill) if fill else "#666666"
     if n.pattern is not None:
-        lines.append(f'<FONT POINT-SIZE="8" COLOR="#666666">{esc(n.pattern_name)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="8" COLOR="{small}">{esc(n.pattern_name)}</FONT>')
     if n.params:
-        lines.append(f'<FONT POINT-SIZE="8" COLOR="#666666">+ {esc(params_text(n))}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="8" COLOR="{small}">+ {esc(params_text(n))}</FONT>')
     shape = {"input": "oval", "output": "oval", "weight": "note", "constant": "note"}.get(
         n.kind, "box")
     style = "filled" if n.kind in TERMINALS else "rounded,filled"
@@ -337,6 +364,8 @@ def _node_attrs(n: Any, fill: str | None = None, mark: str | None = None) -> str
     if mark in MARKS:
         cls, colour = MARKS[mark]
         size += f', class="{cls}", color="{colour}", penwidth=3'
+    if fill:
+        size += f", fontcolor={_q(text_on(fill))}"
     fill = fill or _FILL.get(n.kind, "#ffffff")
     return (f"[shape={shape}, style={_q(style)}, fillcolor={_q(fill)}"
             f"{size}, label=<{'<BR/>'.join(lines)}>]")

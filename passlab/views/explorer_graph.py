@@ -118,8 +118,12 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     if against is not None:
         counts = {k: sum(v == k for v in marks.values()) for k in ("new", "rewritten")}
         parts = [f'<span class="plx-mark plx-mark-{k}">{k}</span> {c}' for k, c in counts.items()]
-        parts.append(f'<span class="plx-mark plx-mark-removed">removed</span> {len(removed)}'
-                     + (": " + ", ".join(_render.esc(r) for r in removed) if removed else ""))
+        gone = f'<span class="plx-mark plx-mark-removed">removed</span> ({len(removed)})'
+        if removed:  # a closed disclosure: the list opens over the graph, not above it
+            gone = (f'<details class="plx-removed"><summary>{gone}</summary>'
+                    f'<div class="plx-removed-list">'
+                    f'{", ".join(_render.esc(r) for r in removed)}</div></details>')
+        parts.append(gone)
         head.append(f'<div class="plx-graph-marks">Against #{against.index} '
                     f"{_render.esc(against.label)}: {'; '.join(parts)}</div>")
     ov = _graph_render.overlay(g, overlay_by, values)
@@ -163,12 +167,13 @@ def _legend(ov: _graph_render.Overlay) -> str:
     edge = ", ".join(_graph_render.EDGE_RAMP)
     return ('<div class="plx-graph-legend">colour by bytes (log scale): '
             f'<span class="plx-legend-min">{_render.human_bytes(int(ov.lo))}</span>'
-            f'<span class="plx-ramp" title="edges: tensor bytes" '
-            f'style="background: linear-gradient(to right, {edge})"></span>'
-            f'<span class="plx-legend-max">{_render.human_bytes(int(ov.hi))}</span> edges (tensor), '
             f'<span class="plx-ramp" title="kernels: bytes in + out" '
-            f'style="background: linear-gradient(to right, {fill})"></span> kernels '
-            "(bytes in + out); grey: symbolic size</div>")
+            f'style="background: linear-gradient(to right, {fill})"></span>'
+            f'<span class="plx-legend-max">{_render.human_bytes(int(ov.hi))}</span> kernels '
+            '(bytes in + out); edges (tensor bytes) on the same scale: '
+            f'<span class="plx-ramp plx-ramp-edge" title="edges: tensor bytes, thicker when larger" '
+            f'style="background: linear-gradient(to right, {edge})"></span> and thicker; '
+            "uncoloured: symbolic size</div>")
 
 
 def kernel_name(module: Any, node: Any) -> str | None:

@@ -5,7 +5,7 @@
 // step (`view` keeps them across renders), and the graph stays put: an anchor node keeps
 // its place on screen and the other nodes glide to theirs (carryOver).
 
-const READABLE = 0.5;  // the smallest scale a first view opens at (labels stay readable)
+const READABLE = 0.75;  // the smallest scale a first view opens at: 10 pt labels at 10 px; scroll the rest
 const MINIMAP_NODES = 40;
 
 // Pan (drag) and zoom (wheel, buttons) for the SVG inside `view`. `state` ({k, x, y}) is

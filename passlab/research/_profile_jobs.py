@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from passlab.errors import first_line
-from passlab.research.profile import profile
+from passlab.research.profile import paired_end_to_end, profile
 
 
 def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
@@ -28,10 +28,35 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the row says why, the job stands
         return dict(error=f"profile: {type(exc).__name__}: {first_line(exc)}")
     called = [k for k in prof if k.calls > 0]
-    return dict(run_s=prof.end_to_end_s, spread=prof.end_to_end_spread,
-                overhead_s=prof.overhead_s,
-                kernels={k.kernel: k.total_s for k in called},
-                calls={k.kernel: k.calls for k in called})
+    out = dict(run_s=prof.end_to_end_s, spread=prof.end_to_end_spread,
+               overhead_s=prof.overhead_s,
+               kernels={k.kernel: k.total_s for k in called},
+               calls={k.kernel: k.calls for k in called})
+    if job.get("baseline") is True:
+        KEPT.baselines[job["reuse"]] = built
+    elif job.get("baseline") is not None:  # a variant: timed against the full pipeline
+        try:
+            base = _baseline(job)
+            out["paired"] = paired_end_to_end(base, built, *(arrays or ()), seed=seed,
+                                              repeat=int(opts.get("repeat", 10)))
+        except Exception as exc:  # noqa: BLE001 - the unpaired figures stand
+            out["paired_error"] = f"{type(exc).__name__}: {first_line(exc)}"
+    return out
+
+
+def _baseline(job: dict[str, Any]) -> Any:
+    """The full pipeline's build of the job's group: kept by this process, or built now
+    (the first variant on a process that did not build it)."""
+    from passlab.recording.build import build
+    from passlab.research._sweep_jobs import model_from_spec, pipeline_from_recipe
+
+    group = job["reuse"]
+    base = KEPT.baselines.get(group)
+    if base is None:
+        base = build(model_from_spec(job["model_spec"]), pipeline_from_recipe(job["baseline"]),
+                     reuse=KEPT.reusable(job))
+        KEPT.baselines[group] = base
+    return base
 
 
 class _Kept:
@@ -40,6 +65,7 @@ class _Kept:
     def __init__(self, per_group: int = 3) -> None:
         self.per_group = per_group
         self.builds: dict[str, OrderedDict[int, Any]] = {}
+        self.baselines: dict[str, Any] = {}  # group -> the full pipeline's build
 
     def reusable(self, job: dict[str, Any]) -> list[Any]:
         group = job.get("reuse")
@@ -55,6 +81,8 @@ class _Kept:
             kept.popitem(last=False)
         for other in [g for g in self.builds if g != group]:  # one group at a time
             del self.builds[other]
+        for other in [g for g in self.baselines if g != group]:
+            del self.baselines[other]
 
 
 #: This process's kept builds (see the module doc).

@@ -33,7 +33,8 @@ __all__ = ["attribute", "Attribution", "PassEffect", "COLUMNS", "STATUSES"]
 
 #: ``Attribution.to_dataframe()`` columns, in order (issue 25's contract, then extras).
 COLUMNS = ("pass", "status", "max_abs_diff", "kernels", "kernels_without", "run_s",
-           "run_s_without", "delta_s", "delta_pct", "moved", "spread", "error", "reused")
+           "run_s_without", "delta_s", "delta_pct", "moved", "spread", "error", "reused",
+           "paired")
 
 #: What a row's ``status`` can be.
 STATUSES = ("ok", "outputs differ", "build fails", "run fails", "timeout", "crashed")
@@ -46,13 +47,15 @@ _FULL = "(full pipeline)"
 
 @dataclass(frozen=True)
 class PassEffect:
-    """One pass: the model built without it against the full pipeline. ``delta_s`` is
-    ``run_s - run_s_without`` (positive: the pass costs time, negative: it saves it),
+    """One pass: the model built without it against the full pipeline, both timed in
+    alternation in the same job (so ``run_s``, the full pipeline's, is measured per row).
+    ``delta_s`` is ``run_s - run_s_without`` (positive: the pass costs time, negative: it saves it),
     ``delta_pct`` that as a share of ``run_s_without``; ``kernels`` /
     ``kernels_without`` count the kernels a run calls; ``moved`` the kernels whose time
     per run changed most, as ``(kernel, seconds with the pass - without)``; ``spread``
     the larger of the two end-to-end spreads; ``reused`` whether the build without the
-    pass ended in the full pipeline's kernels and skipped TIR lowering and codegen."""
+    pass ended in the full pipeline's kernels and skipped TIR lowering and codegen;
+    ``paired`` whether the two were timed in alternation (else: in their own jobs)."""
 
     pass_: str
     status: str
@@ -67,6 +70,7 @@ class PassEffect:
     spread: float | None
     error: str
     reused: bool | None = None
+    paired: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         values = [getattr(self, "pass_" if c == "pass" else c) for c in COLUMNS]
@@ -246,13 +250,16 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
     spec, label = model_spec(model)
     label = label or "model"
     variants = [(_FULL, pipe)] + [(n, pipe.disable(n)) for n in names]
+    full = pipeline_recipe(pipe)
     jobs = []
     for name, p in variants:
         job: dict[str, Any] = dict(
             model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
             checks=[], inputs=_inputs(inputs, label), timeout=timeout, folder=None,
             profile=dict(repeat=repeat), reuse=f"attribute:{spec.get('sha') or label}:"
-                                               f"{pipe.target}:{id(pipe)}")
+                                               f"{pipe.target}:{id(pipe)}",
+            # each variant is timed against the full pipeline in its own job too
+            baseline=True if name == _FULL else full)
         job["key"] = job_key(job)
         jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
@@ -274,15 +281,19 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         if status == "ok" and not same:
             status = "outputs differ"
         prof = row.get("profile") or {}
-        run_wo = prof.get("run_s")
-        delta = None if run_wo is None else bprof["run_s"] - run_wo
+        # paired: both pipelines timed in alternation in the variant's job (same load)
+        run_s, run_wo, spread = prof.get("paired") or (
+            bprof["run_s"], prof.get("run_s"),
+            None if "spread" not in prof else max(prof["spread"], bprof["spread"]))
+        delta = None if run_wo is None else run_s - run_wo
         rows.append(PassEffect(
             name, status, diff, len(bprof["calls"]),
-            None if "calls" not in prof else len(prof["calls"]), bprof["run_s"], run_wo,
+            None if "calls" not in prof else len(prof["calls"]), run_s, run_wo,
             delta, None if delta is None or not run_wo else delta / run_wo,
             () if "kernels" not in prof else _moved(bprof["kernels"], prof["kernels"]),
-            None if "spread" not in prof else max(prof["spread"], bprof["spread"]),
-            row.get("error") or prof.get("error", ""), row.get("kernels_reused")))
+            spread,
+            row.get("error") or prof.get("error", ""), row.get("kernels_reused"),
+            "paired" in prof))
     rows.sort(key=lambda r: (r.delta_s is None, -abs(r.delta_s or 0.0)))
     return Attribution(tuple(rows), label, target, bprof["run_s"], len(bprof["calls"]),
                        "ok", "", took)

@@ -229,7 +229,7 @@ def _short(names: tuple[str, ...], n: int = 3) -> str:
 
 # ------------------------------------------------------------------ measuring
 def _final_relax(trace: Any) -> Any:
-    steps = [s for s in trace if s.kind == "pass" and s.level == "relax" and s.after is not None]
+    steps = [s for s in trace if s.on_main_chain and s.level == "relax" and s.after is not None]
     if not steps:
         raise ValueError("the build's trace has no Relax pipeline step to profile from")
     return steps[-1].after
@@ -348,3 +348,21 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     return Profile(tuple(rows), e2e.median, e2e.spread, overhead.median,
                    _timing.builtin_counts(calls), entry, str(build.pipeline.target),
                    repeat, seed, build)
+
+
+def paired_end_to_end(a: Any, b: Any, *inputs: Any, repeat: int = 10, seed: int = 0,
+                      min_repeat_ms: int = 2) -> tuple[float, float, float]:
+    """``(median a, median b, larger spread)``: the entry functions of two builds of one
+    model on the same inputs, timed in alternation, so that load that comes and goes
+    falls on both alike (``attribute`` times each variant against the full pipeline so)."""
+    tgt = _tvm.target(a.pipeline.target)
+    kind = tgt.kind.name
+    dev = _timing.device(kind)
+    entry = a.entry
+    args = list(inputs) + a.inputs(seed, None, entry)[len(inputs):]
+    tensors = [_tvm.tvm().runtime.tensor(x, dev) for x in args]
+    timers = {i: _timing.timer(_timing.machine(bld.executable, kind, dev).module, entry,
+                               tensors, dev, number=None, min_repeat_ms=min_repeat_ms)
+              for i, bld in enumerate((a, b))}
+    timed = _timing.interleaved(timers, repeat)
+    return timed[0].median, timed[1].median, max(timed[0].spread, timed[1].spread)

@@ -11,7 +11,7 @@ build once (or load ``--cache``'s saved trace), then measure
   cleared and a fresh pane renderer before each step: the worst step and the median;
 - ``graph``: the fused-graph pane after FuseTIR (layout by Graphviz when installed);
 - ``provenance``: ``passlab.provenance(trace)``;
-- ``report``: ``trace.to_html(path)`` written once from a cold printing cache, and its size.
+- ``report``: ``trace.write_report(path)`` written once from a cold printing cache, and its size.
 
 Targets: open <= 300 ms, first view <= 100 ms, provenance <= 0.5 s, report <= 3 s and
 <= 5 MB. Every figure is printed next to its target as a ratio (<= 1.00 meets it); the
@@ -82,7 +82,7 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.html"
         printing.clear_cache()
-        report_s = _ms(lambda: trace.to_html(path)) / 1e3
+        report_s = _ms(lambda: trace.write_report(path)) / 1e3
         report_mb = path.stat().st_size / 1e6
     worst = max(range(len(views)), key=views.__getitem__)
     return dict(model=name, steps=len(trace), changed=len(changed),

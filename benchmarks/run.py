@@ -78,7 +78,7 @@ def views(model: str, mod=None) -> dict:
 
     mod = mod if mod is not None else passlab.models.by_name(model)
     trace = passlab.build(mod).trace
-    changed = [s for s in trace.top_level() if s.changed]
+    changed = [s for s in trace.main_chain() if s.changed]
     first_views, full_views = [], []
     for s in changed:
         # first view: what a notebook display or the explorer's diff pane renders (the
@@ -88,7 +88,7 @@ def views(model: str, mod=None) -> dict:
         _printing.clear_cache()
         full_views.append(_ms(lambda s=s: passlab.diff(s).to_html()))
     # the largest Relax-level snapshot: most bindings
-    relax_steps = [s for s in trace.top_level() if s.level == "relax"]
+    relax_steps = [s for s in trace.main_chain() if s.level == "relax"]
     largest = max(relax_steps, key=lambda s: s.row()["bindings_after"])
     fusetir = trace.find("FuseTIR")
     out = dict(
@@ -104,7 +104,7 @@ def views(model: str, mod=None) -> dict:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "report.html"
-            out["report_ms"] = _ms(lambda: trace.to_html(path))
+            out["report_ms"] = _ms(lambda: trace.write_report(path))
             out["report_mb"] = path.stat().st_size / 2**20
     except ImportError as exc:  # the static report is optional here
         out["report_error"] = str(exc)

@@ -9,7 +9,7 @@ True
 The import is cheap: TVM, pandas and Jupyter are imported where they are used. This
 module is the top of the import graph: it hands the public names on, and it wires the
 few conveniences by which lower layers reach higher ones (``Trace.save`` into
-:mod:`passlab.io`, ``Trace.to_html(path)`` into :mod:`passlab.views.report`,
+:mod:`passlab.io`, ``Trace.write_report`` into :mod:`passlab.views.report`,
 ``Pipeline.with_backend`` into :mod:`passlab.backend`) without importing them.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from passlab import models
 from passlab import pipeline as _pipeline
@@ -42,6 +42,32 @@ __all__ = [
     "Backend", "partitions", "load_trace", "reproducer", "checks", "to_model_explorer", "provenance", "sweep",
     "explain", "targets", "Profile", "attribute", "Attribution",
 ]
+
+if TYPE_CHECKING:  # the lazily imported public names, typed for checkers and editors
+    from passlab.analysis import (
+        buffers,
+        diff,
+        explain,
+        fused_graph,
+        partitions,
+        pass_table,
+        provenance,
+    )
+    from passlab.backend import Backend
+    from passlab.io.archive import load_trace
+    from passlab.models.importers import load
+    from passlab.recording import checks
+    from passlab.recording.codegen import targets
+    from passlab.research import predicates as predicates
+    from passlab.research.attribute import Attribution, attribute
+    from passlab.research.bisect import bisect
+    from passlab.research.blame import blame
+    from passlab.research.compare import compare
+    from passlab.research.profile import Profile
+    from passlab.research.rerun import rerun
+    from passlab.research.sweep import sweep
+    from passlab.views.explorer import Explorer
+    from passlab.views.model_explorer import to_model_explorer
 
 # Analyses and views live higher up; import them on first use so `import passlab` stays cheap.
 _LAZY = {
@@ -98,10 +124,10 @@ def _dump(trace: Trace, folder: Any, **kwargs: Any) -> Any:
     return export_dump(trace, folder, **kwargs)
 
 
-def _report(trace: Trace, path: Any, profile: Any = None) -> Any:
+def _report(trace: Trace, path: Any, **kwargs: Any) -> Any:
     from passlab.views.report import write_report
 
-    return write_report(trace, path, profile=profile)
+    return write_report(trace, path, **kwargs)
 
 
 def _with_backend(pipe: Pipeline, backend: Any) -> Pipeline:

@@ -122,10 +122,14 @@ def html_table(
     )
 
 
-def error_panel(exc: BaseException, what: str) -> str:
+def error_panel(exc: BaseException, what: str, *, style: bool = True) -> str:
+    """The one HTML panel for a view that could not be drawn: "could not display
+    ``what``: the exception". ``style=False`` leaves out the stylesheet, for a page that
+    carries it once (the static report)."""
     lines = traceback.format_exception_only(type(exc), exc)
+    css = f"<style>{CSS}</style>" if style else ""
     return (
-        f'<style>{CSS}</style><div class="passlab-error">could not display {esc(what)}: '
+        f'{css}<div class="passlab-error">could not display {esc(what)}: '
         f"{esc(''.join(lines).strip())}</div>"
     )
 

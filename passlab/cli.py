@@ -111,7 +111,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     for t in big:
         print(f"  {t.name}: {t.shape_text} {t.dtype}, "
               f"{human_bytes(t.bytes or 0)}, {t.producer} -> {', '.join(t.consumers) or 'output'}")
-    steps = {s.name: s for s in trace.top_level()}
+    steps = {s.name: s for s in trace.main_chain()}
     if "CallTIRRewrite" in steps and "StaticPlanBlockMemory" in steps:
         before = buffers(steps["CallTIRRewrite"])
         after = buffers(steps["StaticPlanBlockMemory"])
@@ -123,7 +123,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"outputs vs the unmodified pipeline: max abs diff {diff:g}")
     (out / "trace.txt").write_text(trace.to_text(all_steps=True) + "\n")
     to_csv(trace.to_dataframe(), out / "trace.csv")
-    report = trace.to_html(out / "report.html")
+    report = trace.write_report(out / "report.html")
     print(f"\nwrote {report} (open it in a browser: works offline), "
           f"{out / 'trace.txt'} and {out / 'trace.csv'}")
     return 0 if diff == 0 else 1

@@ -108,7 +108,7 @@ def test_static_report(tmp_path, expect):
         import passlab.views.report  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"the static report (passlab/views/report.py) is not importable: {exc}")
-    path = passlab.build(passlab.models.mlp()).trace.to_html(tmp_path / "report.html")
+    path = passlab.build(passlab.models.mlp()).trace.write_report(tmp_path / "report.html")
     with chromium(tmp_path / "profile") as page:
         page.goto(Path(path).resolve().as_uri())
         # the pass list

@@ -57,7 +57,7 @@ def test_explain_strip_in_the_explorer_and_the_report(tmp_path, expect):
         expect(strip).to_be_hidden()
         assert page.errors == []
 
-    report = trace.to_html(tmp_path / "report.html")
+    report = trace.write_report(tmp_path / "report.html")
     with chromium(tmp_path / "profile2") as page:
         page.goto(Path(report).resolve().as_uri())
         page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()

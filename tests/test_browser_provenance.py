@@ -40,7 +40,7 @@ def test_hover_links_ops_and_kernels_in_the_report_and_the_explorer(tmp_path, ex
     import passlab
 
     trace = passlab.build(passlab.models.mlp()).trace
-    report = trace.to_html(tmp_path / "report.html")
+    report = trace.write_report(tmp_path / "report.html")
     SHOTS.mkdir(parents=True, exist_ok=True)
     with chromium(tmp_path / "profile") as page:
         page.goto(Path(report).resolve().as_uri())

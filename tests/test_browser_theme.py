@@ -287,7 +287,7 @@ def test_dark_theme_narrow_width_and_keys(tmp_path, expect):
     import passlab
 
     trace = passlab.build(passlab.models.mlp()).trace
-    report = trace.to_html(tmp_path / "report.html")
+    report = trace.write_report(tmp_path / "report.html")
     path = write_notebook(tmp_path / "theme.ipynb", _NB)
     with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
         _settings_dark(tmp_path)

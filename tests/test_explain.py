@@ -15,8 +15,9 @@ import pytest
 import passlab
 from passlab import cli
 from passlab._render import human_bytes
-from passlab.analysis import explain as ex
 from passlab.analysis.buffers import buffers
+
+ex = importlib.import_module("passlab.analysis.explain")  # the module (passlab.analysis.explain is the function)
 
 CONTAINERS = {"passlab.pipeline", "library_dispatch", "legalize", "dataflow_lower", "finalize",
               "passlab.tir_pipeline", "s_tir", "tirx", "host_finalize", "sequential",
@@ -302,6 +303,29 @@ def test_failed_and_lambda_steps():
     card = step.explain().card
     assert (card.name, card.source) == ("user_lambda", "user")
     assert "without a docstring" in card.summary
+
+
+def test_explain_step_on_a_hand_made_trace():
+    """Each kind of sentence, from a trace of tiny hand-built modules (no build)."""
+    from test_checks import Add, AddMul, make_trace
+
+    from passlab.analysis import Explanation, explain_step
+
+    tiny = make_trace(("LegalizeOps", Add, Add), ("Rewrite", Add, AddMul), ("mine", AddMul, None),
+                      user=("mine",))
+    got = [explain_step(s) for s in tiny]
+    assert all(isinstance(e, Explanation) for e in got)
+    assert [(e.index, e.label, e.kind) for e in got] == [
+        (0, "passlab.pipeline", "container"), (1, "legalize", "container"),
+        (2, "LegalizeOps", "no change"), (3, "Rewrite", "generic"), (4, "mine", "failed")]
+    assert got[3].sentence == (
+        "Rewrite changed the module: functions ~1; operator calls +1 multiply; Relax bindings "
+        "1 \u2192 2; IR lines of the changed functions 4 \u2192 5; peak temporary memory "
+        "16 B \u2192 32 B.")
+    assert got[2].sentence.startswith("no change: nothing in this module matched what it rewrites")
+    assert got[4].sentence == "mine failed: it returned no module."
+    # the Explanation holds the card that passlab.explain gives for the name
+    assert got[2].card == passlab.explain("LegalizeOps")
 
 
 def test_strip_html_is_escaped_and_structured(trace):

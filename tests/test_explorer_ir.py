@@ -4,6 +4,7 @@ carries for the front end's function list, search and links (ir.js, panes.js).""
 from __future__ import annotations
 
 import html.parser
+import importlib
 import json
 import re
 
@@ -15,9 +16,11 @@ from tvm.script import relax as R
 
 import passlab
 from passlab.analysis import _diff_render
-from passlab.analysis import diff as diff_module
 from passlab.analysis.diff import diff
 from passlab.views.explorer_panes import PaneRenderer
+
+# the module (``passlab.analysis.diff`` is the function: the package exports it)
+diff_module = importlib.import_module("passlab.analysis.diff")
 
 
 class _Page(html.parser.HTMLParser):

@@ -45,6 +45,34 @@ def test_mlp_fuseops_groups_matmul_add_relu_and_leaves_transposes_alone():
         ("fused_matmul1_add1", "fused", ("matmul", "add"), "out-elemwise-fusable")]
 
 
+def test_kernel_flops_per_call_from_the_kernel_or_the_kernels_a_fused_function_calls():
+    from passlab.analysis.graph import kernel_flops
+
+    snaps = snapshots("mlp")
+    after = snaps["FuseTIR"]
+    assert kernel_flops(after, fused_graph(after, params="show")) == {
+        "permute_dims": None, "lv": 4 * 32 * (2 * 16 + 2), "permute_dims1": None, "gv": 2080.0}
+    # before FuseTIR a fused Relax function counts the PrimFuncs it calls
+    fused = snaps["FuseOps"]
+    assert kernel_flops(fused, fused_graph(fused, params="show"))["lv1"] == 2080.0
+    # before LegalizeOps the calls are operators: no estimate; data nodes are left out
+    raw = snaps["input"]
+    assert kernel_flops(raw, fused_graph(raw, params="show")) == dict.fromkeys(
+        ("permute_dims", "matmul", "add", "relu", "permute_dims1", "matmul1", "add1"))
+
+
+def test_ir_text_gives_a_functions_kind_and_text_or_none():
+    from passlab._tvm.printing import function_text
+    from passlab.analysis.ir_text import function_source
+
+    after = snapshots("mlp")["FuseTIR"]
+    kind, text = function_source(after, "fused_matmul_add_relu")
+    assert kind == "TIR" and text == function_text(after["fused_matmul_add_relu"],
+                                                   "fused_matmul_add_relu")
+    assert function_source(after, "forward")[0] == "Relax"
+    assert function_source(after, "no_such") is None and function_source(None, "forward") is None
+
+
 def test_mlp_edges_after_fusetir_carry_shape_dtype_and_bytes():
     g = fused_graph(snapshots("mlp")["FuseTIR"], params="show")
     assert edge_rows(g) == [

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import doctest
 import functools
+import importlib
 
 import pytest
 
 import passlab
-from passlab.analysis import partitions as partitions_mod
 from passlab.analysis.partitions import compare_backends, partitions
 from passlab.backend import Backend
 from passlab.errors import UnknownNameError
 from passlab.models.importers import load
+
+partitions_mod = importlib.import_module("passlab.analysis.partitions")  # the module
 
 tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402

@@ -166,11 +166,11 @@ def test_gpu_target_without_its_device():
 
 
 def test_report_has_a_run_time_section(mlp_build, mlp_profile, tmp_path):
-    out = mlp_build.trace.to_html(tmp_path / "r.html", profile=mlp_profile)
+    out = mlp_build.trace.write_report(tmp_path / "r.html", profile=mlp_profile)
     html = out.read_text()
     assert html.count('<section id="pl-runtime">') == 1 and "<h2>Run time</h2>" in html
     assert "Time per source operator" in html and 'class="passlab-profile-plot"' in html
-    plain = mlp_build.trace.to_html(tmp_path / "plain.html").read_text()
+    plain = mlp_build.trace.write_report(tmp_path / "plain.html").read_text()
     assert 'id="pl-runtime"' not in plain
 
 

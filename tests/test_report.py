@@ -123,7 +123,16 @@ def failed_report(tmp_path_factory) -> tuple[passlab.Trace, str, _Page]:
 def test_write_report_returns_the_path_and_to_html_writes_it(mlp_build, tmp_path):
     out = write_report(mlp_build.trace, tmp_path / "sub" / "r.html")
     assert out == tmp_path / "sub" / "r.html" and out.stat().st_size > 0
-    assert mlp_build.trace.to_html(tmp_path / "t.html") == tmp_path / "t.html"
+    assert mlp_build.trace.write_report(tmp_path / "w.html", title="T") == tmp_path / "w.html"
+    assert "<title>T</title>" in (tmp_path / "w.html").read_text("utf-8")
+    # the old form still writes the report, with a DeprecationWarning naming the new one
+    with pytest.warns(DeprecationWarning, match=r"use Trace\.write_report\(path\)"):
+        assert mlp_build.trace.to_html(tmp_path / "t.html") == tmp_path / "t.html"
+    stamp = re.compile(r"\d\d:\d\d:\d\d")  # the page says when it was written
+    assert (stamp.sub("", (tmp_path / "t.html").read_text("utf-8"))
+            == stamp.sub("", out.read_text("utf-8")))
+    # to_html() with no path is the pass table's HTML, no file written
+    assert mlp_build.trace.to_html().startswith('<style>') and '<table class="passlab-table">' in mlp_build.trace.to_html()
 
 
 def test_pass_list_has_every_main_chain_pass(mlp_report):
@@ -278,8 +287,8 @@ def test_analysis_errors_become_a_short_panel(mlp_build, monkeypatch):
     monkeypatch.setattr(_snapshots, "buffers", broken)
     page = parse(passlab.views.report.render_report(mlp_build.trace))
     body = page.blocks["pl-snap-fusion"]
-    assert "could not show the fused graph: RuntimeError: analysis &lt;b&gt;down&lt;/b&gt;" in body
-    assert "could not show the buffer table" in body
+    assert "could not display the fused graph: RuntimeError: analysis &lt;b&gt;down&lt;/b&gt;" in body
+    assert "could not display the buffer table" in body
 
 
 # ------------------------------------------------------------------------------- CLI

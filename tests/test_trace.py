@@ -143,10 +143,19 @@ def test_find_by_name_and_occurrence(trace):
     assert indices(trace.find_all("LegalizeOps")) == [2, 6]
 
 
+def test_step_module_is_after_or_the_failed_passs_input(trace):
+    assert trace[2].module is trace[2].after and trace[2].module.same_as(M1)
+    assert trace[8].failed and trace[8].after is None
+    assert trace[8].module is trace[8].before and trace[8].module.same_as(M2)
+
+
 def test_filters(trace):
     assert indices(trace.changed()) == [0, 1, 2, 5, 6]
     assert indices(trace.top_level()) == [2, 4, 6, 7, 8]
     assert indices(trace.changed().top_level()) == [2, 6]
+    assert indices(trace.main_chain()) == [2, 4, 6, 7, 8]  # top_level() is its alias
+    assert [s.on_main_chain for s in trace] == [False, False, True, False, True, False, True,
+                                                True, True]
     assert indices(trace.stage("tir")) == [7, 8]
     assert indices(trace.stage("legalize")) == [1, 2, 3, 4]
     assert indices(trace.touching("helper")) == [0, 5, 6]
@@ -288,3 +297,24 @@ def test_steps_know_their_trace_and_a_passing_copy_does_not_take_them(trace):
     assert trace[0].owner is trace and trace.changed()[0].owner is trace
     adopted = Trace(list(copy), {}, adopt=True)  # what a recorder's finishing step does
     assert copy[0].owner is adopted
+
+
+def test_has_relax_function():
+    from passlab import _tvm
+
+    assert _tvm.has_relax_function(M0) and _tvm.has_relax_function(M2)
+    assert not _tvm.has_relax_function(tvm.IRModule()) and not _tvm.has_relax_function(None)
+
+
+def test_object_cache_by_object_and_by_pairs_of_objects():
+    from passlab import _tvm
+
+    calls = []
+    one = _tvm.ObjectCache(lambda f: calls.append(f) or len(f.body.blocks[0].bindings))
+    assert [one(M0["main"]), one(M1["main"]), one(M0["main"])] == [1, 2, 1]
+    assert len(calls) == 2  # a new Python wrapper of the same C object is a hit
+    pair = _tvm.ObjectCache(lambda a, b: calls.append((a, b)) or a.same_as(b))
+    main0, main1 = M0["main"], M1["main"]
+    assert [pair(main0, main1), pair(M0["main"], M1["main"]), pair(main1, main0),
+            pair(main0, main0)] == [False, False, False, True]
+    assert len(calls) == 2 + 3  # (0, 1) once, (1, 0) and (0, 0) are other keys

@@ -1,8 +1,22 @@
 """Everything that depends on the TVM version, in one place.
 
 apache-tvm moves fast (Relay removed, ``tir`` split into ``tirx``/``s_tir``, struct info
-renamed to types). When TVM changes, this is the module to touch. Nothing here imports
+renamed to types). When TVM changes, this package is what to touch. Nothing here imports
 Jupyter; TVM itself is imported lazily so that ``import passlab`` stays cheap.
+
+This module: targets, the Relax stage lists and the ``relax.build`` variant, the build
+call, context copying, :class:`ObjectCache`, function listing, hashing and equality, the
+entry-function rule, parameters and signatures. Beside it:
+
+* :mod:`.tir`: TVM's TIR pipeline as stages, and how an edited one reaches ``tirx.build``;
+  TVM's FLOP estimate of a PrimFunc;
+* :mod:`.printing`: per-function TVMScript, printed lazily and cached;
+* :mod:`.ir` (gathering :mod:`.ir_types`, :mod:`.ir_calls`, :mod:`.walk`): Relax read as
+  plain Python values, for the analyses;
+* :mod:`.passinfo`: a pass's API page and docstring, a census of a module's calls;
+* :mod:`.codegen`: generated source per function, which targets compile here;
+* :mod:`.tensors`: tensor constants as TVM stores them; :mod:`.timing`: kernel and
+  entry-function timers; :mod:`.logs`: TVM's C++ log on standard error, sorted.
 """
 
 from __future__ import annotations
@@ -443,24 +457,26 @@ def _tir_name(tir_pipeline: Any):
 
 # ------------------------------------------------------------------------ object cache
 class ObjectCache:
-    """``fn(obj)`` for TVM objects, cached by the C object's address.
+    """``fn(obj)`` for TVM objects, cached by the C object's address; ``fn(a, b)`` for
+    pairs (or more) of objects, cached by their addresses together.
 
     Python wrappers of one TVM object differ from call to call, so ``id()`` is useless;
-    the address is stable. Each entry keeps its object alive, so that the address
+    the address is stable. Each entry keeps its objects alive, so that an address
     cannot be reused by another object while the entry is cached.
     """
 
     __slots__ = ("_cache", "_fn")
 
-    def __init__(self, fn: Callable[[Any], Any]):
+    def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
-        self._cache: dict[int, tuple[Any, Any]] = {}
+        self._cache: dict[Any, tuple[Any, Any]] = {}
 
-    def __call__(self, obj: Any) -> Any:
-        key = obj.__chandle__()
+    def __call__(self, obj: Any, *more: Any) -> Any:
+        key = obj.__chandle__() if not more else (
+            obj.__chandle__(), *(m.__chandle__() for m in more))
         hit = self._cache.get(key)
         if hit is None:
-            hit = (obj, self._fn(obj))
+            hit = ((obj, *more), self._fn(obj, *more))
             self._cache[key] = hit
         return hit[1]
 
@@ -512,6 +528,12 @@ def count_bindings(func) -> int:
 
 def is_relax_function(func) -> bool:
     return isinstance(func, relax().Function)
+
+
+def has_relax_function(mod) -> bool:
+    """True when ``mod`` (an IRModule, or None) holds a Relax function: the graph, the
+    buffers and provenance describe Relax functions, and TVM's TIR stage has none."""
+    return mod is not None and any(is_relax_function(f) for f in functions(mod).values())
 
 
 def is_prim_func(func) -> bool:

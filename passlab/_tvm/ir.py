@@ -1,21 +1,28 @@
 """IR helpers shared by the analyses (:mod:`~passlab.analysis.graph`,
-:mod:`~passlab.analysis.buffers`, :mod:`~passlab.analysis.partitions`), in one namespace.
+:mod:`~passlab.analysis.buffers`, :mod:`~passlab.analysis.partitions`,
+:mod:`~passlab.analysis.provenance`, the liveness and partition scans) and
+:mod:`passlab.models._source_names`, in one namespace.
 
 Every call that depends on the shape of TVM 0.27's Python API (unified ``tvm.ir.expr``
 nodes, ``var.ty`` instead of struct info, ``tvm.ir.prim.expr`` for symbolic sizes) lives
 in this module or the three it gathers, so that the analyses read plain Python values
-only. Analyses import this module (``from . import _ir``) and use ``_ir.<name>``:
+only. They import this module (``from passlab._tvm import ir as _ir``) and use
+``_ir.<name>``:
 
-* inputs (here): :func:`as_module`, :func:`select_functions`, :func:`main_function`;
-* :mod:`._ir_types`: function attributes, bindings, and types and sizes
+* inputs (here): :func:`as_module`, :func:`relax_functions`, :func:`select_functions`,
+  :func:`main_function`;
+* :mod:`passlab._tvm.ir_types`: function attributes, bindings, and types and sizes
   (:func:`tensor_infos`: shape, dtype, bytes; symbolic sizes kept as text like
   ``256 * n`` and evaluated with ``bounds``);
-* :mod:`._ir_calls`: :func:`call_target` (operator, ``call_tir`` kernel, fused function,
-  partition, destination-passing call, allocation), fused-kernel names, ``op_pattern``;
-* :mod:`._walk`: :class:`Walker`, one Relax function as :class:`Value` objects flowing
-  between :class:`CallSite` objects, through aliases, tuples, views and allocations.
+* :mod:`passlab._tvm.ir_calls`: :func:`call_target` (operator, ``call_tir`` kernel, fused
+  function, partition, destination-passing call, allocation), fused-kernel names,
+  ``op_pattern``;
+* :mod:`passlab._tvm.walk`: :class:`Walker`, one Relax function as :class:`Value` objects
+  flowing between :class:`CallSite` objects, through aliases, tuples, views and
+  allocations.
 
-Imports run one way: ``_ir_types`` <- ``_ir_calls`` <- ``_walk`` <- this module.
+Imports run one way: ``ir_types`` <- ``ir_calls`` <- ``walk`` <- this module. Views do not
+import it (``tests/test_architecture.py``): they ask the analyses.
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ _SHOWN = 3
 
 @dataclass(frozen=True)
 class Explanation(_render.Displayable):
-    """What one step did, in a sentence, with the card of its pass.
+    """What one recorded step did, in a sentence, with the card of its pass
+    (:meth:`passlab.Step.explain`; :func:`passlab.explain` gives the :class:`Card`
+    alone: what the pass does in general, no build needed).
 
     ``kind`` is "specific" (a sentence written for this pass), "generic", "no change",
     "failed" or "container"; ``facts`` holds the numbers the sentence states.

@@ -209,11 +209,10 @@ def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
     inner step or one without a Relax function (TIR stage) stands back to the last
     main-chain pass with a Relax function."""
     trace = getattr(trace, "trace", trace)
-    relax = _tvm.ObjectCache(lambda m: any(_tvm.is_relax_function(f)
-                                           for f in _tvm.functions(m).values()))
+    relax = _tvm.ObjectCache(_tvm.has_relax_function)
 
     def drawable(s: Any) -> bool:  # a main-chain pass with a Relax module after it
-        return s.kind == "pass" and not s.failed and s.after is not None and relax(s.after)
+        return s.on_main_chain and not s.failed and s.after is not None and relax(s.after)
 
     # each scan stops at its first hit: a trace of 20,000 steps is not listed whole
     steps = tuple(trace)
@@ -246,4 +245,4 @@ def provenance_view(trace: Any, step: Any = None, prov: Provenance | None = None
     after, note = fused_step(trace, step)
     return ProvenanceView(prov, fused_graph(input_module(trace), prov.function),
                           fused_graph(after), after, note,
-                          tuple(s for s in trace if s.kind == "pass"))
+                          tuple(s for s in trace if s.on_main_chain))

@@ -3,8 +3,12 @@
 Every pass of TVM 0.27's default pipelines (llvm, both variants; cuda; c; Relax and TIR)
 has a card written for passlab in ``cards.toml`` beside this module. A pass without one
 falls back to its TVM docstring; a user pass is explained by its own docstring.
-:meth:`passlab.Step.explain` adds what one recorded step changed (see
-:mod:`passlab.analysis._explain_steps`).
+
+Two results, two questions: :func:`explain` answers "what does this pass do?" with a
+:class:`Card` (about the pass in general; no build needed), and
+:meth:`passlab.Step.explain` answers "what did this pass do here?" with an
+:class:`~passlab.analysis.Explanation` (one recorded step: a sentence with this build's
+numbers, and the pass's card as ``.card``; see :mod:`passlab.analysis._explain_steps`).
 """
 
 from __future__ import annotations
@@ -114,6 +118,10 @@ def _from_docstring(name: str, doc: str, source: str, path: str = "") -> Card:
 def explain(what: Any) -> Card:
     """The card of a pass: by name (``"FuseOps"``, ``"tirx.LowerIntrin"``, ``"FuseOps#1"``),
     a TVM pass object, or a user pass (a function ``IRModule -> IRModule``).
+
+    A card says what the pass does in general. What one recorded run of it did is
+    ``step.explain()``, an :class:`~passlab.analysis.Explanation` whose ``.card`` is
+    this card.
 
     Parameters
     ----------

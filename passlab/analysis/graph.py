@@ -3,9 +3,11 @@ and which tensors flow between them.
 
 This module holds the data (:class:`Node`, :class:`Edge`, :class:`Cluster`,
 :class:`FusedGraph`) and :func:`fused_graph`, which turns a walk of the function
-(:mod:`passlab.analysis._walk`) into nodes and edges. Drawing (DOT, text, HTML) lives in
+(:class:`passlab._tvm.walk.Walker`) into nodes and edges; :func:`kernel_flops` gives
+TVM's FLOP estimate of each kernel. Drawing (DOT, text, HTML) lives in
 :mod:`passlab.analysis._graph_render`; ``region=`` and ``collapse=`` in
-:mod:`passlab.analysis._graph_focus`.
+:mod:`passlab.analysis._graph_focus`; Model Explorer JSON in
+:mod:`passlab.analysis._graph_export`.
 
 Examples
 --------
@@ -24,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from passlab import _render
+from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
 from passlab.analysis import _graph_export, _graph_focus, _graph_render
@@ -32,7 +34,7 @@ from passlab.analysis._graph_render import (
     TERMINALS as TERMINALS,  # node kinds that are data, not computation
 )
 
-__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster"]
+__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops"]
 
 
 @dataclass(frozen=True)
@@ -327,3 +329,28 @@ def _from_walk(w: _ir.Walk, max_nodes: int | None) -> FusedGraph:
             source(p)
     clusters = tuple(Cluster(cid, label, "codegen", parent) for cid, label, parent in w.clusters)
     return FusedGraph(w.function, tuple(nodes), tuple(edges), clusters, len(nodes), max_nodes)
+
+
+def kernel_flops(module: Any, graph: FusedGraph) -> dict[str, float | None]:
+    """TVM's FLOP estimate of each call of ``graph`` (drawn from ``module``), by node id:
+    its PrimFunc's, or the sum over the PrimFuncs a fused Relax function calls (FuseOps
+    to FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy).
+    Data nodes (inputs, weights, constants, outputs) are left out."""
+    from passlab._tvm.tir import flops
+
+    funcs = _tvm.functions(module)
+    out: dict[str, float | None] = {}
+    for n in graph.nodes:
+        if n.kind in TERMINALS:
+            continue
+        name = next((x for x in dict.fromkeys((n.label, n.id)) if x in funcs), None)
+        func = funcs.get(name) if name is not None else None
+        if func is None:
+            out[n.id] = None
+        elif _tvm.is_prim_func(func):
+            out[n.id] = flops(func)
+        else:
+            parts = [flops(funcs[c]) for c in _tvm.called_functions(func) if c in funcs]
+            known = [p for p in parts if p]
+            out[n.id] = sum(known) if known else None
+    return out

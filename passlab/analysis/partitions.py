@@ -99,7 +99,7 @@ def _snapshot(x: Any) -> Any:
     trace = getattr(x, "trace", None) if not hasattr(x, "find") else x
     if trace is None or not hasattr(trace, "find"):
         return x
-    done = [s for s in trace if s.kind == "pass" and s.after is not None]
+    done = [s for s in trace if s.on_main_chain and s.after is not None]
     for step in reversed(done):
         if any(_is_offload(f) for _, f in step.after.functions_items()):
             return step

@@ -217,7 +217,7 @@ def input_module(trace: Any) -> Any:
     trace = getattr(trace, "trace", trace)
     if getattr(trace, "input", None) is not None:
         return trace.input
-    first = next((s.before for s in trace if s.kind == "pass" and s.before is not None), None)
+    first = next((s.before for s in trace if s.on_main_chain and s.before is not None), None)
     if first is None:
         raise ValueError("the trace has no input module to follow (it recorded no pass)")
     return first
@@ -245,7 +245,7 @@ def provenance(trace: Any) -> Provenance:
     ('fused_batch_norm_relu',)
     """
     trace = getattr(trace, "trace", trace)
-    steps = [s for s in trace if s.kind == "pass" and s.after is not None]
+    steps = [s for s in trace if s.on_main_chain and s.after is not None]
     first = input_module(trace)
     entry = _tvm.entry_function(first, strict=False)
     ops = _input_ops(first, entry)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from passlab import _render
+from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
-from passlab.recording.trace import Step, Trace
+from passlab.recording.trace import Trace
 
 __all__ = ["pass_table", "PassTable"]
 
@@ -127,16 +127,18 @@ def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"pass_table() takes a passlab.Trace, not {type(trace).__name__}")
-    steps = list(trace) if all_steps else [s for s in trace if s.kind == "pass" or s.failed]
-    peaks: dict[int, tuple[Any, int | None, bool]] = {}
-    lines: dict[int, tuple[Any, int]] = {}
+    steps = list(trace) if all_steps else [s for s in trace if s.on_main_chain or s.failed]
+    # per module object: unchanged modules are shared between steps, so each is measured once
+    peaks = _tvm.ObjectCache(_peak)
+    lines = _tvm.ObjectCache(_lines)
     rows = []
     for s in steps:
         row = s.row()
         row["label"] = s.label
         mod = s.module
-        row["peak_bytes"], row["peak_exact"] = _peak(s, peaks) if memory else (None, True)
-        row["ir_lines"] = _lines(mod, lines) if ir_lines and mod is not None else None
+        measured = memory and mod is not None and s.level == "relax"
+        row["peak_bytes"], row["peak_exact"] = peaks(mod) if measured else (None, True)
+        row["ir_lines"] = lines(mod) if ir_lines and mod is not None else None
         rows.append(row)
     notes: tuple[str, ...] = ()
     if memory:
@@ -151,37 +153,23 @@ def _listed(row: dict[str, Any]) -> bool:
     return bool(row["changed"] or row["failed"] or row["origin"] == "user")
 
 
-def _peak(step: Step, cache: dict) -> tuple[int | None, bool]:
-    mod = step.module
-    if mod is None or step.level != "relax":
+def _peak(mod: Any) -> tuple[int | None, bool]:
+    """The liveness peak of a Relax module and whether it is exact."""
+    from passlab.analysis.buffers import buffers
+
+    try:
+        report = buffers(mod)
+    except (ValueError, TypeError):  # no Relax function left, or nothing to measure
         return None, True
-    key = mod.__chandle__()
-    hit = cache.get(key)
-    if hit is None:
-        from passlab.analysis.buffers import buffers
-
-        try:
-            report = buffers(mod)
-            hit = (mod, int(report.peak_bytes), bool(report.peak_exact))
-        except (ValueError, TypeError):  # no Relax function left, or nothing to measure
-            hit = (mod, None, True)
-        cache[key] = hit
-    return hit[1], hit[2]
+    return int(report.peak_bytes), bool(report.peak_exact)
 
 
-def _lines(mod: Any, cache: dict) -> int:
+def _lines(mod: Any) -> int:
     """TVMScript lines of the module's functions, each printed once (unchanged functions
     are shared between snapshots, and the printing cache knows them)."""
-    key = mod.__chandle__()
-    hit = cache.get(key)
-    if hit is None:
-        from passlab import _tvm
-        from passlab._tvm.printing import function_text
+    from passlab._tvm.printing import function_text
 
-        n = sum(function_text(f, name).count("\n") + 1 for name, f in _tvm.functions(mod).items())
-        hit = (mod, n)
-        cache[key] = hit
-    return hit[1]
+    return sum(function_text(f, name).count("\n") + 1 for name, f in _tvm.functions(mod).items())
 
 
 def _arrow(a: int, b: int) -> str:

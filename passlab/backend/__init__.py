@@ -45,7 +45,7 @@ Examples
 >>> pipe = passlab.Pipeline.default("llvm").with_backend(npu)
 >>> [e.name for e in pipe.user_passes]
 ['partition_for_npu', 'host_fallback_npu']
->>> npu.preview(passlab.models.mlp()).top_level()[-1].name
+>>> npu.preview(passlab.models.mlp()).main_chain()[-1].name
 'partition_for_npu'
 """
 
@@ -302,7 +302,7 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
     ``after_partition`` passes, and stop there.
 
     This is how a backend without a codegen is inspected: the last main-chain step,
-    ``trace.top_level()[-1]``, holds the ``Codegen`` functions in its ``after`` module
+    ``trace.main_chain()[-1]``, holds the ``Codegen`` functions in its ``after`` module
     (see :func:`passlab.partitions`, which also takes the trace itself). A
     :class:`PartitionWarning` (also kept in ``trace.warnings``) names the backend's own
     patterns that matched nothing, or says that nothing matched at all.
@@ -321,7 +321,7 @@ def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
     --------
     >>> import passlab
     >>> trace = preview(passlab.models.resnet(), "tensorrt")
-    >>> trace.top_level()[-1].name
+    >>> trace.main_chain()[-1].name
     'partition_for_tensorrt'
     """
     b = as_backend(backend)

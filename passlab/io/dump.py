@@ -123,10 +123,10 @@ def export_dump(trace: Trace, folder: str | os.PathLike, *, all_steps: bool = Fa
 
 
 def _write_all(trace: Trace, out: Path, all_steps: bool) -> list[str]:
-    main = [s for s in trace if s.kind == "pass" and s.after is not None
+    main = [s for s in trace if s.on_main_chain and s.after is not None
             and (all_steps or s.changed)]
     first = trace.input if trace.input is not None else next(
-        (s.before for s in trace if s.kind == "pass"), None)
+        (s.before for s in trace if s.on_main_chain), None)
     width = max(3, len(str(len(main))))
     written: list[str] = []
     head = f"# target {_one_line(trace.target)}"

@@ -135,7 +135,7 @@ def _from_backend(step: Any, trace: Any, tgt: Any) -> PassRecipe | None:
         names = [_tvm.pass_name(p) for p in
                  getattr(importlib.import_module(module), f"{step.stage}_passes")(tgt)]
     k = sum(1 for s in trace if s.index < step.index and s.name == step.name
-            and s.stage == step.stage and s.kind == "pass" and s.origin == "tvm")
+            and s.stage == step.stage and s.on_main_chain and s.origin == "tvm")
     if names.count(step.name) <= k:
         return None
     return PassRecipe("tvm", step.name, (
@@ -155,7 +155,7 @@ def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
             return _from_file(saved, step, tgt)
         if entry.pass_ is not None and not _tvm.is_pass(entry.pass_):
             return function_recipe(entry.pass_, step.name)
-    if trace is not None and step.kind == "pass" and step.origin == "tvm":
+    if trace is not None and step.on_main_chain and step.origin == "tvm":
         found = _from_backend(step, trace, tgt)
         if found is not None:
             return found

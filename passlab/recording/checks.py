@@ -117,7 +117,7 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
     if user_passes and not any(c.name == "well_formed" for c in all_checks):
         all_checks.append(dataclasses.replace(well_formed(), name="well_formed (user passes)",
                                               user_only=True))
-    main = [s for s in trace if s.kind == "pass" and s.after is not None and not s.failed]
+    main = [s for s in trace if s.on_main_chain and s.after is not None and not s.failed]
     out = []
     for check in all_checks:
         begin: int | None = 0
@@ -227,7 +227,7 @@ def well_formed() -> Check:
 
     def check(step: Any) -> str | None:
         mod = step.after
-        if any(_tvm.is_relax_function(f) for f in _tvm.functions(mod).values()):
+        if _tvm.has_relax_function(mod):
             problem = modules(mod)
             if problem:
                 return problem

@@ -8,6 +8,7 @@ per-function structural hash that skips tensor content, cached by object identit
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from passlab.errors import unknown
 __all__ = ["Step", "Trace", "Changes", "Failure"]
 
 #: Conveniences served by higher layers (``save``, ``dump``, ``reproducer``: :mod:`passlab.io`;
-#: ``report``: :mod:`passlab.views.report`; ``explain``, ``card_summary``:
+#: ``report`` (:meth:`Trace.write_report`): :mod:`passlab.views.report`; ``explain``, ``card_summary``:
 #: :mod:`passlab.analysis.explain`), registered by ``passlab/__init__.py`` so that this
 #: module never imports upwards.
 _UPPER: dict[str, Callable[..., Any]] = {}
@@ -165,8 +166,15 @@ class Step(_render.Displayable):
         return self.kind == "inner"
 
     @property
+    def on_main_chain(self) -> bool:
+        """True for a pass of the main chain (``kind == "pass"``: the pipeline's own
+        passes and TVM's TIR passes; see :meth:`Trace.main_chain`)."""
+        return self.kind == "pass"
+
+    @property
     def module(self) -> Any:
-        """The module after the pass (before it, for a failed pass)."""
+        """The step's module: the module after the pass, or the one it received when it
+        failed (a failed pass has no ``after``). Views and analyses of "this step" read it."""
         return self.before if self.after is None else self.after
 
     @property
@@ -181,9 +189,10 @@ class Step(_render.Displayable):
         return None if ref is None else ref()
 
     def explain(self) -> Any:
-        """What this pass does (its card) and what it changed here, in one sentence with
-        the real numbers (see :func:`passlab.explain`); a user pass is explained by its
-        own docstring.
+        """What this pass did here: an :class:`~passlab.analysis.Explanation`, one
+        sentence with this step's real numbers, holding the pass's card as ``.card``
+        (what :func:`passlab.explain` returns for the name: what the pass does in
+        general). A user pass is explained by its own docstring.
 
         Examples
         --------
@@ -273,7 +282,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
     >>> trace = passlab.build(passlab.models.mlp()).trace
     >>> trace.find("FuseOps").changed
     True
-    >>> len(trace.changed().top_level()) < len(trace)
+    >>> len(trace.changed().main_chain()) < len(trace)
     True
     """
 
@@ -395,10 +404,23 @@ class Trace(NamedSequence[Step], _render.Displayable):
         """Steps that changed the module."""
         return self.filter(lambda s: s.changed)
 
-    def top_level(self) -> Trace:
+    def main_chain(self) -> Trace:
         """The main chain: the pipeline's own passes and TVM's TIR passes, without
-        wrappers and without passes run inside other passes."""
-        return self.filter(lambda s: s.kind == "pass")
+        wrappers and without passes run inside other passes (the steps whose
+        :attr:`Step.on_main_chain` is true; one's ``after`` is, most of the time, the
+        next one's ``before``).
+
+        Examples
+        --------
+        >>> trace = passlab.build(passlab.models.mlp()).trace
+        >>> [s.name for s in trace.main_chain()][:2]
+        ['DispatchSampling', 'DispatchSortScan']
+        """
+        return self.filter(lambda s: s.on_main_chain)
+
+    def top_level(self) -> Trace:
+        """The main chain (an alias of :meth:`main_chain`, kept for existing code)."""
+        return self.main_chain()
 
     def stage(self, name: str) -> Trace:
         stages = tuple(dict.fromkeys(s.stage for s in self._steps))
@@ -447,7 +469,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         'FuseOps'
         """
         for s in self._steps:
-            if (s.kind == "pass" or not top_level) and predicate(s):
+            if (s.on_main_chain or not top_level) and predicate(s):
                 return s
         return None
 
@@ -474,7 +496,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     def _table(self, all_steps: bool, explain: bool = False
                ) -> tuple[list[str], list[list[str]], list[str], int]:
-        steps = self._steps if all_steps else [s for s in self._steps if s.kind == "pass" or s.failed]
+        steps = self._steps if all_steps else [s for s in self._steps if s.on_main_chain or s.failed]
         header = ["#", "pass", "stage", "ms", "changed", "functions"] + (["what it does"] if explain else [])
         rows, classes = [], []
         for s in steps:
@@ -491,7 +513,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     def summary(self) -> str:
         total = sum(s.seconds or 0 for s in self._steps if s.depth == 0)
-        n_main = sum(s.kind == "pass" for s in self._steps)
+        n_main = sum(s.on_main_chain for s in self._steps)
         out = (f"Trace of {len(self)} pass calls ({n_main} in the main chain), "
                f"target {self.target}, {total:.3f} s in top-level passes")
         for note in self.notes:
@@ -512,14 +534,34 @@ class Trace(NamedSequence[Step], _render.Displayable):
             out += f"\n({hidden} wrapper and inner steps hidden: to_text(all_steps=True) shows them)"
         return out
 
+    def write_report(self, path: Any, *, title: str | None = None, full: bool = False,
+                     profile: Any = None, **kwargs: Any) -> Any:
+        """Write the static, offline HTML report of this trace to ``path`` and return the
+        path (see :func:`passlab.views.report.write_report` for ``title``, ``full`` and
+        ``max_functions``; ``profile``, a ``build.profile()``, adds its "Run time"
+        section).
+
+        Examples
+        --------
+        >>> import os, tempfile, passlab
+        >>> trace = passlab.build(passlab.models.mlp()).trace
+        >>> trace.write_report(os.path.join(tempfile.mkdtemp(), "report.html")).name
+        'report.html'
+        """
+        return _UPPER["report"](self, path, title=title, full=full, profile=profile, **kwargs)
+
     def to_html(self, path: Any = None, all_steps: bool = False, explain: bool = False,
                 profile: Any = None) -> str:
-        """The pass table as HTML (``explain``: with each pass's card summary); with
-        ``path``, write the static report there instead (see :mod:`passlab.views.report`;
-        ``profile``, a ``build.profile()``, adds its "Run time" section) and return the
-        path."""
+        """The pass table as HTML (``explain``: with each pass's card summary).
+
+        ``to_html(path)`` writing the report is deprecated: use :meth:`write_report`
+        (it still writes the report and returns the path, with a ``DeprecationWarning``).
+        """
         if path is not None:
-            return _UPPER["report"](self, path, profile=profile)  # a view over this data
+            warnings.warn("Trace.to_html(path) is deprecated: use Trace.write_report(path) to "
+                          "write the report (to_html() returns the pass table's HTML)",
+                          DeprecationWarning, stacklevel=2)
+            return self.write_report(path, profile=profile)
         header, rows, classes, hidden = self._table(all_steps, explain)
         note = f"{hidden} wrapper and inner steps hidden" if hidden else ""
         return _render.html_table(header, rows, classes, caption=self.summary()) + (

@@ -103,7 +103,7 @@ def measures(trace: Any, finished: bool) -> dict[str, Any]:
     with and the peak of temporary memory before and after memory planning."""
     from passlab.analysis.buffers import buffers
 
-    main = [s for s in trace if s.kind == "pass"]
+    main = [s for s in trace if s.on_main_chain]
     out: dict[str, Any] = dict(passes=len(main))
     if not finished:
         return out
@@ -177,7 +177,7 @@ def _keep(folder: Path, trace: Any, row: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         row["trace"] = str(trace.save(folder / "trace.zip"))
-        row["report"] = str(trace.to_html(folder / "report.html"))
+        row["report"] = str(trace.write_report(folder / "report.html"))
     except Exception as exc:  # noqa: BLE001 - the row stands without its files
         note = f"trace/report not written: {type(exc).__name__}: {first_line(exc)}"
         row["error"] = f"{row['error']}; {note}" if row["error"] else note

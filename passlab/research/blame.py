@@ -116,44 +116,32 @@ class Blame(NamedSequence[Event], _render.Displayable):
 
 
 # ------------------------------------------------------------------------ helpers
+def _binding_table(func: Any) -> dict[str, tuple[Any, ...]]:
+    table: dict[str, tuple[Any, ...]] = {}
+    for p in func.params:
+        table[str(p.name)] = (None,)
+    for block in getattr(func.body, "blocks", ()):
+        for b in block.bindings:
+            name = str(b.var.name)
+            table[name] = table.get(name, ()) + (b.value,)
+    return table
+
+
 class _Names:
     """Per-function name tables, cached per function object (see the module doc)."""
 
     def __init__(self) -> None:
-        self._bindings: dict[int, tuple[Any, dict[str, tuple[Any, ...]]]] = {}
-        self._hashes: dict[int, tuple[Any, int]] = {}
+        self._bindings = _tvm.ObjectCache(_binding_table)
+        self._hashes = _tvm.ObjectCache(_tvm.function_hash)
 
     def bindings(self, func: Any) -> dict[str, tuple[Any, ...]]:
         """``{variable name: (bound values, ...)}`` of a Relax function ({} otherwise)."""
         if func is None or not _tvm.is_relax_function(func):
             return {}
-        key = func.__chandle__()
-        hit = self._bindings.get(key)
-        if hit is None:
-            table: dict[str, tuple[Any, ...]] = {}
-            for p in func.params:
-                table[str(p.name)] = (None,)
-            for block in getattr(func.body, "blocks", ()):
-                for b in block.bindings:
-                    name = str(b.var.name)
-                    table[name] = table.get(name, ()) + (b.value,)
-            hit = (func, table)
-            self._bindings[key] = hit
-        return hit[1]
+        return self._bindings(func)
 
     def value_hashes(self, values: tuple[Any, ...]) -> tuple[int | None, ...]:
-        out: list[int | None] = []
-        for v in values:
-            if v is None:
-                out.append(None)
-                continue
-            key = v.__chandle__()
-            hit = self._hashes.get(key)
-            if hit is None:
-                hit = (v, _tvm.function_hash(v))
-                self._hashes[key] = hit
-            out.append(hit[1])
-        return tuple(out)
+        return tuple(None if v is None else self._hashes(v) for v in values)
 
     @staticmethod
     def parameters(func: Any) -> dict[str, str]:
@@ -167,7 +155,7 @@ def _chain(trace: Trace, at: Step | None) -> list[Step]:
     """Main-chain steps up to ``at``, without side branches: a step whose output the
     build did not go on from (TVM's device-module Filter, whose input the next pass
     takes again)."""
-    main = [s for s in trace if s.kind == "pass" and s.after is not None]
+    main = [s for s in trace if s.on_main_chain and s.after is not None]
     if at is not None:
         main = [s for s in main if s.index <= at.index]
     keep = []

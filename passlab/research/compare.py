@@ -216,17 +216,10 @@ class _Equal:
     the same objects from step to step, so each pair is compared once)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[int, int], tuple[Any, Any, bool]] = {}
+        self._equal = _tvm.ObjectCache(_tvm.structural_equal)
 
     def __call__(self, f: Any, g: Any) -> bool:
-        if f.same_as(g):
-            return True
-        key = (f.__chandle__(), g.__chandle__())
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = (f, g, _tvm.structural_equal(f, g))
-            self._cache[key] = hit
-        return hit[2]
+        return f.same_as(g) or bool(self._equal(f, g))
 
     def differing(self, ma: Any, mb: Any) -> tuple[str, ...]:
         """Global functions that differ between two modules (by name)."""
@@ -266,7 +259,7 @@ def _align(a: list[Step], b: list[Step], equal: _Equal) -> list[Point]:
 
 
 def _measures(trace: Trace) -> dict[str, float | None]:
-    main = [s for s in trace if s.kind == "pass" and s.after is not None]
+    main = [s for s in trace if s.on_main_chain and s.after is not None]
     relax = [s for s in main if s.level == "relax"]
     last = relax[-1] if relax else (main[-1] if main else None)
     kernels = report = None
@@ -319,8 +312,8 @@ def compare(a: Trace | Build, b: Trace | Build, *,
     equal = _Equal()
     points: list[Point] = []
     for tir in (False, True):
-        sa = [s for s in ta if s.kind == "pass" and (s.level != "relax") == tir]
-        sb = [s for s in tb if s.kind == "pass" and (s.level != "relax") == tir]
+        sa = [s for s in ta if s.on_main_chain and (s.level != "relax") == tir]
+        sb = [s for s in tb if s.on_main_chain and (s.level != "relax") == tir]
         points += _align(sa, sb, equal)
     ma, mb = _measures(ta), _measures(tb)
     units = {"build time": "s"}

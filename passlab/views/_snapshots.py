@@ -12,7 +12,7 @@ from typing import Any
 
 from passlab import _tvm
 from passlab._render import NO_LAYOUT as _NO_LAYOUT
-from passlab._render import esc, human_bytes, layout_program
+from passlab._render import error_panel, esc, human_bytes, layout_program
 from passlab.analysis.buffers import buffers
 from passlab.analysis.graph import fused_graph
 from passlab.recording.trace import Step, Trace
@@ -36,7 +36,7 @@ class Snapshot:
 
 def _first_ok(trace: Trace, name: str) -> Step | None:
     for s in trace:
-        if s.kind == "pass" and s.name == name and not s.failed:
+        if s.on_main_chain and s.name == name and not s.failed:
             return s
     return None
 
@@ -44,7 +44,7 @@ def _first_ok(trace: Trace, name: str) -> Step | None:
 def key_snapshots(trace: Trace) -> list[Snapshot]:
     """After fusion (FuseTIR, else the last legalize-stage pass), after CallTIRRewrite
     and after StaticPlanBlockMemory, whichever exist; else the last recorded pass."""
-    main = [s for s in trace if s.kind == "pass" and not s.failed]
+    main = [s for s in trace if s.on_main_chain and not s.failed]
     out: list[Snapshot] = []
     fused = _first_ok(trace, "FuseTIR")
     if fused is not None:
@@ -71,17 +71,12 @@ def no_relax_reason(step: Step) -> str | None:
     if mod is None:
         return f"pass {step.label!r} failed, so there is no module after it"
     fns = _tvm.functions(mod)
-    if not any(_tvm.is_relax_function(f) for f in fns.values()):
+    if not _tvm.has_relax_function(mod):
         n = len(fns)
         kinds = f"{n} TIR PrimFunc{'s' if n != 1 else ''} only" if n else "no function at all"
         return (f"the module after {step.label!r} has no Relax function ({kinds}): the fused "
                 "graph and the buffer table need one")
     return None
-
-
-def error_panel(what: str, exc: BaseException) -> str:
-    return (f'<div class="passlab-error">could not show {esc(what)}: '
-            f"{esc(type(exc).__name__)}: {esc(exc)}</div>")
 
 
 def graph_panel(step: Step, program: str | None) -> str:
@@ -92,7 +87,7 @@ def graph_panel(step: Step, program: str | None) -> str:
     try:
         graph = fused_graph(step, collapse=True)
     except Exception as exc:  # the analysis may change or fail; the report must not
-        return error_panel("the fused graph", exc)
+        return error_panel(exc, "the fused graph", style=False)
     note = ""
     if program is not None:
         try:
@@ -110,7 +105,7 @@ def graph_panel(step: Step, program: str | None) -> str:
     try:
         table = graph.to_html()  # its table form when no `dot` is on PATH
     except Exception as exc:
-        return error_panel("the fused graph", exc)
+        return error_panel(exc, "the fused graph", style=False)
     return f'<div class="pl-note">{esc(note)}</div>{table}'
 
 
@@ -138,14 +133,14 @@ def buffers_panel(step: Step, compare_with: Step | None = None) -> tuple[str, st
         report = buffers(step)
         body = report.to_html(plot=True)
     except Exception as exc:
-        return "", error_panel("the buffer table", exc)
+        return "", error_panel(exc, "the buffer table", style=False)
     if compare_with is not None and no_relax_reason(compare_with) is None:
         try:
             pair = buffers(compare_with).plot(compare=report).to_html()
             body += (f"<h3>Before and after: {esc(compare_with.label)} vs "
                      f"{esc(step.label)}</h3>{pair}")
         except Exception as exc:  # the single picture above still shows
-            body += error_panel("the before/after picture", exc)
+            body += error_panel(exc, "the before/after picture", style=False)
     try:
         exact = "" if getattr(report, "peak_exact", True) else ">= "
         head = f"peak {exact}{human_bytes(report.peak_bytes)}, total {human_bytes(report.total_bytes)}"

@@ -192,7 +192,7 @@ else:
             self._panes = panes.PaneRenderer(trace)
             self._panes.editor = self._session
             self._ready = False  # observers wait until every trait is set
-            main = [s for s in trace if s.kind == "pass"] or list(trace)
+            main = [s for s in trace if s.on_main_chain] or list(trace)
             relax = [s for s in main if s.level == "relax"] or main
             first = selected if selected is not None else panes.default_selection(trace)
             state = dict(compare_a=main[0].index if main else -1,
@@ -324,7 +324,7 @@ else:
                     self._panes = panes.PaneRenderer(trace)
                     self._panes.editor = self._session
                     self.selected = -1
-                    main = [s for s in trace if s.kind == "pass"] or list(trace)
+                    main = [s for s in trace if s.on_main_chain] or list(trace)
                     relax = [s for s in main if s.level == "relax"] or main
                     self.compare_a = main[0].index if main else -1
                     self.compare_b = relax[-1].index if relax else -1

@@ -40,7 +40,7 @@ __all__ = ["ACTIONS", "Edit", "EditSession", "HistoryEntry", "ABResult", "known_
 # ------------------------------------------------------------------------ results
 def _last_relax(build: Build) -> Any:
     """The module the Relax pipeline ended with (what the executable runs)."""
-    relax = [s for s in build.trace if s.kind == "pass" and s.level == "relax"
+    relax = [s for s in build.trace if s.on_main_chain and s.level == "relax"
              and s.after is not None]
     return relax[-1].after if relax else getattr(build, "snapshot", None)
 

@@ -25,16 +25,11 @@ PARAMS = ("collapse", "show", "hide")
 _DATA = _graph_render.TERMINALS
 
 
-def _has_relax(module: Any) -> bool:
-    return module is not None and any(_tvm.is_relax_function(f)
-                                      for f in _tvm.functions(module).values())
-
-
 def previous_step(trace: Trace, step: Step) -> Step | None:
     """The main-chain pass before ``step`` whose output has a Relax function (the graph
     that ``step``'s graph is marked against), or None."""
     for s in reversed([s for s in trace if s.index < step.index]):
-        if s.kind == "pass" and not s.failed and _has_relax(s.after):
+        if s.on_main_chain and not s.failed and _tvm.has_relax_function(s.after):
             return s
     return None
 
@@ -83,25 +78,11 @@ def changes(before: Any, after: Any, rewritten: frozenset[str] = frozenset()
 def node_flops(module: Any, g: Any) -> dict[str, float | None]:
     """TVM's FLOP estimate of each call of graph ``g`` (drawn from ``module``): its
     PrimFunc's, or the sum over the PrimFuncs a fused Relax function calls (FuseOps to
-    FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy)."""
-    from passlab._tvm.tir import flops
+    FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy).
+    The analysis is :func:`passlab.analysis.graph.kernel_flops`."""
+    from passlab.analysis.graph import kernel_flops
 
-    funcs = _tvm.functions(module)
-    out: dict[str, float | None] = {}
-    for n in g.nodes:
-        if n.kind in _DATA:
-            continue
-        name = kernel_name(module, n)
-        func = funcs.get(name) if name is not None else None
-        if func is None:
-            out[n.id] = None
-        elif _tvm.is_prim_func(func):
-            out[n.id] = flops(func)
-        else:
-            parts = [flops(funcs[c]) for c in _tvm.called_functions(func) if c in funcs]
-            known = [p for p in parts if p]
-            out[n.id] = sum(known) if known else None
-    return out
+    return kernel_flops(module, g)
 
 
 def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
@@ -189,7 +170,7 @@ def kernel_links(trace: Trace, step: Step, node: Any, prov: Any = None) -> str:
     (``prov``: the trace's provenance, when known), and the buffers it reads and writes."""
     if node.kind in _DATA:
         return ""
-    module = step.before if step.failed else step.after
+    module = step.module
     name = kernel_name(module, node)
     out = []
     if name is not None:

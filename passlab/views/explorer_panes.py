@@ -65,7 +65,7 @@ def rows(trace: Trace, *, main_only: bool = False) -> list[dict[str, Any]]:
 
 
 def _main(s: Step) -> bool:
-    return s.kind == "pass" or s.failed
+    return s.on_main_chain or s.failed
 
 
 def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
@@ -92,7 +92,7 @@ def default_selection(trace: Trace) -> int:
     f = trace.failure
     if f is not None and f.step is not None:
         return f.step.index
-    for pick in (lambda s: s.origin == "user", lambda s: s.kind == "pass" and s.changed,
+    for pick in (lambda s: s.origin == "user", lambda s: s.on_main_chain and s.changed,
                  lambda s: True):
         for s in trace:
             if pick(s):
@@ -263,9 +263,8 @@ class PaneRenderer:
     def _no_relax(self, step: Step) -> str | None:
         """A note when the module has no Relax function (TVM's TIR stage), else None:
         the graph and the buffers describe Relax functions."""
-        module = step.before if step.failed else step.after
-        if module is None or any(_tvm.is_relax_function(f)
-                                 for f in _tvm.functions(module).values()):
+        module = step.module
+        if module is None or _tvm.has_relax_function(module):
             return None
         last = [s for s in self.trace if _main(s) and s.level == "relax" and s.index < step.index]
         hint = f" The last pass before it is #{last[-1].index} {last[-1].label}." if last else ""
@@ -290,7 +289,7 @@ class PaneRenderer:
         if prev is not None and not step.failed:
             modified = frozenset(step.functions_changed.modified)
             marks, removed = eg.changes(self.graph(prev.index, params), g, modified)
-        module = step.before if step.failed else step.after
+        module = step.module
         values = eg.node_flops(module, g) if overlay == "flops" else None
         return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
                                    against=None if step.failed else prev, values=values)
@@ -422,17 +421,15 @@ class PaneRenderer:
             return f"no node {node_id!r} in the graph after {step.label}", ""
         if node.kind in _DATA_KINDS:
             return f"{node.id} is a {node.kind} tensor, not a kernel", ""
-        module = step.before if step.failed else step.after
-        funcs = _tvm.functions(module)
-        for name in dict.fromkeys((node.label, node.id)):
-            func = funcs.get(name)
-            if func is not None:
-                from passlab._tvm.printing import function_kind, function_text
+        module = step.module
+        from passlab.analysis.ir_text import function_source
 
-                kind = "TIR" if function_kind(func) == "tir" else function_kind(func).title()
+        for name in dict.fromkeys((node.label, node.id)):
+            found = function_source(module, name)
+            if found is not None:
+                kind, text = found
                 where = "input of" if step.failed else "after"
-                return (f"{kind} of {name} ({where} #{step.index} {step.label})",
-                        function_text(func, name))
+                return f"{kind} of {name} ({where} #{step.index} {step.label})", text
         return (f"{node.label} is a Relax operator: no kernel for it in the module after "
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
 
@@ -457,11 +454,10 @@ class PaneRenderer:
 def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> str:
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
     end sends ``diff_all`` when it is clicked); function blocks get ids ``anchors-...``."""
-    from passlab._tvm import printing
-    from passlab.analysis import _diff_render
+    from passlab.analysis import _diff_render, ir_text
     from passlab.analysis.diff import FIRST_VIEW
 
-    printing.prefetch(d.print_jobs(None if all_functions else FIRST_VIEW))
+    ir_text.prefetch([d], None if all_functions else FIRST_VIEW)
     if all_functions:
         return d.to_html(mode, anchors=anchors)
     paired = mode == "side-by-side"

@@ -20,8 +20,8 @@ from typing import Any
 
 from passlab import _tvm
 from passlab._render import CSS as TABLE_CSS
-from passlab._render import esc
-from passlab._tvm import printing
+from passlab._render import error_panel, esc
+from passlab.analysis import ir_text
 from passlab.analysis.diff import diff
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
@@ -159,7 +159,7 @@ def _covers(step: Step, last: int | None, failing: Step | None) -> bool:
 
 
 def _header(trace: Trace, title: str, last: int | None = None) -> str:
-    main = [s for s in trace if s.kind == "pass"]
+    main = [s for s in trace if s.on_main_chain]
     if last is None:
         changed = sum(1 for s in main if s.changed)
         what = f"; {changed} of {len(main)} main-chain passes changed the module"
@@ -218,7 +218,7 @@ _COLUMNS = ("#", "pass", "stage", "ms", "changed", "functions", "Relax bindings"
 
 
 def _is_main(step: Step, failing: Step | None) -> bool:
-    return step.kind == "pass" or step is failing
+    return step.on_main_chain or step is failing
 
 
 def _bindings(step: Step) -> str:
@@ -397,7 +397,7 @@ def _explain_blocks(trace: Trace, failing: Step | None,
         try:
             markup = explain_step(s, trace.pipeline).to_html(style=False)
         except Exception as exc:
-            markup = _snapshots.error_panel(f"the explanation of {s.label}", exc)
+            markup = error_panel(exc, f"the explanation of {s.label}", style=False)
         out[s.index] = _embed.data_block(f"pl-explain-{s.index}", markup)
     return out
 
@@ -406,7 +406,7 @@ def _diff_blocks(trace: Trace, max_functions: int | None, last: int | None = Non
                  max_lines: int | None = None) -> dict[int, str]:
     """Data blocks with the HTML diff of every changed main-chain pass (up to ``last``),
     by step index."""
-    steps = [s for s in trace if s.kind == "pass" and not s.failed
+    steps = [s for s in trace if s.on_main_chain and not s.failed
              and (last is None or s.index <= last) and s.changed]
     if not steps:
         return {}
@@ -417,8 +417,7 @@ def _diff_blocks(trace: Trace, max_functions: int | None, last: int | None = Non
         except Exception as exc:
             diffs[s.index] = exc
     # print every function the diffs show in parallel threads first (most of the time)
-    printing.prefetch(job for d in diffs.values() if not isinstance(d, Exception)
-                      for job in d.print_jobs(max_functions))
+    ir_text.prefetch((d for d in diffs.values() if not isinstance(d, Exception)), max_functions)
     out: dict[int, str] = {}
     for s in steps:
         try:
@@ -428,7 +427,7 @@ def _diff_blocks(trace: Trace, max_functions: int | None, last: int | None = Non
             markup = d.to_html(max_functions=max_functions, highlight=False,
                                max_total_lines=max_lines)
         except Exception as exc:
-            markup = _snapshots.error_panel(f"the diff of {s.label}", exc)
+            markup = error_panel(exc, f"the diff of {s.label}", style=False)
         out[s.index] = _embed.data_block(f"pl-diff-{s.index}", markup)
     return out
 
@@ -487,7 +486,7 @@ def _provenance_section(trace: Trace, prov: Any) -> tuple[str, str]:
     nothing was recorded."""
     from passlab.analysis._provenance_view import provenance_view
 
-    if not any(s.kind == "pass" for s in trace):
+    if not any(s.on_main_chain for s in trace):
         return "", ""
     try:
         if isinstance(prov, Exception):
@@ -499,7 +498,7 @@ def _provenance_section(trace: Trace, prov: Any) -> tuple[str, str]:
         markup = view.to_html("pl-svg")
     except Exception as exc:  # a view never fails the report
         summary, markup = "could not link the model's operators to kernels", \
-            _snapshots.error_panel("the provenance", exc)
+            error_panel(exc, "the provenance", style=False)
     intro = ('<div class="pl-note">Which kernels each operator call of the input ended in, '
              "and back: hover an operator or a kernel; a click on a kernel opens its "
              "generated code.</div>")
@@ -537,8 +536,6 @@ def _code_section(trace: Trace, prov: Any = None) -> tuple[str, str]:
     """The generated code of every kernel next to its lowered TIR (the codegen step's
     input), one lazily unpacked block per kernel; a click on a kernel in a fused graph
     opens its block. Returns (section, data blocks)."""
-    from passlab._tvm.printing import function_text
-
     code = trace.code
     if code is None:
         return "", ""
@@ -551,10 +548,10 @@ def _code_section(trace: Trace, prov: Any = None) -> tuple[str, str]:
         try:
             text = code.kernel(name, kind)
             func = funcs.get(name)
-            tir = function_text(func, name) if func is not None else ""
+            tir = ir_text.function_text(func, name) if func is not None else ""
         except Exception as exc:  # a view never fails the report
             blocks.append(_embed.data_block(f"pl-code-{name}",
-                                            _snapshots.error_panel("the generated code", exc)))
+                                            error_panel(exc, "the generated code", style=False)))
         else:
             markup = (f'<div class="pl-code-cols"><div><h4>TIR (lowered, input of codegen)</h4>'
                       f'<pre class="pl-code">{_capped(tir)}</pre></div><div><h4>{esc(kind)}</h4>'
@@ -587,7 +584,7 @@ def _pipeline_section(trace: Trace) -> str:
                 "\u201c+ user\u201d)" if users else "TVM's default pipeline, unedited")
         table = pipe.to_html()
     except Exception as exc:
-        panel = _snapshots.error_panel("the pipeline", exc)
+        panel = error_panel(exc, "the pipeline", style=False)
         return f'<section id="pl-pipeline">{head}{panel}</section>'
     return (f'<section id="pl-pipeline">{head}<div class="pl-note">{esc(note)}</div>'
             f"{table}</section>")

@@ -16,6 +16,27 @@ def resnet_trace():
     return passlab.build(passlab.models.resnet()).trace
 
 
+def test_provenance_of_a_hand_made_trace_of_snapshots():
+    from snapshot_trace import snapshot_trace
+
+    trace = snapshot_trace("mlp")
+    assert [s.label for s in trace.main_chain()] == [
+        "LegalizeOps", "FuseOps", "FuseTIR", "CallTIRRewrite", "StaticPlanBlockMemory"]
+    prov = passlab.provenance(trace)
+    assert [(o.op, o.kernels, o.fate) for o in prov] == [
+        ("permute_dims", ("transpose",), "kernel"),
+        ("matmul", ("fused_matmul_add_relu",), "kernel"),
+        ("add", ("fused_matmul_add_relu",), "kernel"),
+        ("relu", ("fused_matmul_add_relu",), "kernel"),
+        ("permute_dims1", ("transpose1",), "kernel"),
+        ("matmul1", ("fused_matmul1_add1",), "kernel"),
+        ("add1", ("fused_matmul1_add1",), "kernel")]
+    assert prov.ops_of("fused_matmul_add_relu") == ("matmul", "add", "relu")
+    # stopped before fusion, each operator ends in its own legalized kernel
+    early = passlab.provenance(snapshot_trace("mlp", ("LegalizeOps",)))
+    assert early.kernels_of("relu") == ("relu",) and early.kernels_of("matmul1") == ("matmul1",)
+
+
 def test_mlp_ops_map_to_their_kernels_and_back():
     prov = passlab.provenance(passlab.build(passlab.models.mlp()))
     assert [(o.op, o.operator, o.kernels, o.fate) for o in prov] == [

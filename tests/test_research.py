@@ -178,6 +178,26 @@ def test_blame_a_fused_kernel(mlp_build):
     assert "<table" in b.to_html()
 
 
+def test_blame_on_a_hand_made_trace_of_snapshots():
+    from snapshot_trace import snapshot_trace
+
+    trace = snapshot_trace("mlp", ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant",
+                                   "FuseOps", "FuseTIR", "CallTIRRewrite",
+                                   "StaticPlanBlockMemory"))
+    events = {name: [(e.step.name, e.action) for e in blame(trace, name, kind=kind)]
+              for name, kind in (("fused_matmul_add_relu", None), ("matmul", "function"),
+                                 ("lv", None), ("x", None))}
+    assert events == {
+        "fused_matmul_add_relu": [("FuseOps", "created"), ("FuseTIR", "rewritten")],
+        "matmul": [("LegalizeOps", "created"), ("AnnotateTIROpPattern", "rewritten"),
+                   ("FuseTIR", "removed")],
+        "lv": [("FuseOps", "created"), ("FuseTIR", "rewritten"), ("CallTIRRewrite", "rewritten")],
+        "x": [("FuseOps", "created"), ("FuseTIR", "removed")]}  # x inside the fused function
+    assert blame(trace, "x").summary() == (
+        "x (binding): in the input model. In fused_matmul_add_relu: created by FuseOps; "
+        "removed by FuseTIR")
+
+
 def test_blame_a_binding_and_a_step(mlp_build):
     trace = mlp_build.trace
     b = blame(trace, "lv")

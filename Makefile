@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[notebook,onnx,test,torch]"
+	# torchvision's pure-Python architectures for tests/corpus.py, outside site-packages
+	# (pins: [tool.passlab] in pyproject.toml; why: tests/corpus.py's docstring)
+	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/passlab-torchvision \
+	  $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["passlab"]["torchvision-target"])')
 	touch $(STAMP)
 
 # Debian's Chromium for the real-browser tests (never a browser a tool downloads) and

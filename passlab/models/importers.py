@@ -564,7 +564,13 @@ def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
     try:
         with _source_names.capturing(
                 "tvm.relax.frontend.torch.exported_program_translator",
-                "ExportedProgramImporter", "from_exported_program", "env") as tables:
+                "ExportedProgramImporter", "from_exported_program", "env") as tables, \
+                warnings.catch_warnings():
+            # torch 2.13's run_decompositions (which the importer calls) deep-copies its
+            # module call graph, and copying a LeafSpec warns that isinstance(...,
+            # LeafSpec) is deprecated: nothing the user did or can change
+            warnings.filterwarnings("ignore", category=FutureWarning,
+                                    message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
             mod = from_exported_program(program, keep_params_as_input=keep,
                                         unwrap_unit_return_tuple=True)
     except (NotImplementedError, AssertionError, ValueError) as exc:

@@ -1,0 +1,106 @@
+"""Real architectures from their own libraries (tests/corpus.py): each builds through
+passlab.load and passlab.build without a word on stderr, computes what torch eager or
+onnxruntime computes, and reads well in the views: the fused graph after FuseTIR has no
+weight node, and provenance leads from the source model's names to the kernels.
+
+Each model is made, loaded and built once (a module-scoped fixture, one model at a time)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+import passlab
+from passlab import _tvm
+from passlab._tvm.logs import BENIGN
+from passlab.analysis.graph import fused_graph
+
+pytest.importorskip("torch", reason="the corpus needs passlab[torch]")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+import corpus  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+VISION = ("resnet50", "mobilenet_v3", "convnext", "vit", "swin", "onnx_resnet18")
+
+
+@pytest.fixture(scope="module", params=corpus.NAMES)
+def built(request) -> corpus.Built:
+    name = request.param
+    if name in VISION and not (corpus.TORCHVISION_DIR / "torchvision").is_dir():
+        pytest.skip(f"no torchvision in {corpus.TORCHVISION_DIR}: `make` installs it")
+    if name.startswith("onnx"):
+        pytest.importorskip("onnxruntime", reason="needs passlab[onnx]")
+    return corpus.build(name)
+
+
+def test_build_prints_nothing(built):
+    assert (built.stderr, built.warnings) == ("", [])
+    # TVM's benign log lines went into the trace instead, each one once
+    kept = built.build.trace.warnings
+    benign = [sentence.split("{")[0] for _, sentence in BENIGN]
+    assert all(any(w.startswith(b) for b in benign) for w in kept), kept
+    if built.name == "gpt2":  # its GELU's x ** 3
+        assert any(w.startswith("TVM warned that pow(x, y) with y >= 3") for w in kept)
+
+
+def test_outputs_match_the_reference(built):
+    got = built.build.run(*built.inputs)
+    got = got[0] if isinstance(got, tuple) else got
+    ref = np.asarray(built.expected)
+    assert got.shape == ref.shape
+    # random weights can make tiny outputs (MobileNetV3's are ~1e-9): the tolerance is
+    # relative to the output's scale
+    scale = float(np.max(np.abs(ref)))
+    assert scale > 0
+    np.testing.assert_allclose(got, ref, rtol=corpus.RTOL, atol=corpus.ATOL * scale)
+
+
+def test_fused_graph_has_no_weight_node(built):
+    g = fused_graph(built.build.trace.find("FuseTIR"), max_nodes=None)
+    kinds = [n.kind for n in g.nodes]
+    assert kinds.count("weight") == 0 and kinds.count("constant") == 0
+    assert [n.label for n in g.nodes if n.kind == "input"] == corpus.INPUTS[built.name]
+    assert any(n.params for n in g.nodes)  # the weights are noted on their kernels
+    if corpus.MODELS[built.name].via == "onnx":  # weights as graph inputs: every one
+        main = built.build.module[built.build.entry]
+        assert int(main.attrs["num_input"]) == 1
+        noted = {p for n in g.nodes for p in n.params}
+        assert noted == {p.name for p in main.params[1:]}
+
+
+def test_provenance_names_the_source(built):
+    model = corpus.MODELS[built.name]
+    prov = passlab.provenance(built.build.trace)
+    assert model.source in prov.sources or prov.by_source(model.source)
+    # kernels_of also lists runtime functions (vm.builtin.reshape): not graph kernels
+    kernels = [k for k in prov.kernels_of(model.source) if not k.startswith("vm.builtin.")]
+    assert kernels
+    labels = {n.label for n in fused_graph(built.build.trace.find("FuseTIR"),
+                                           max_nodes=None).nodes}
+    assert set(kernels) <= labels
+
+
+def test_dynamic_sequence_length_runs_at_other_lengths(built):
+    if not corpus.MODELS[built.name].dynamic:
+        pytest.skip("a static model")
+    (_, shape, _), *_ = _tvm.params(built.build.module[built.build.entry])
+    assert shape[0] == 1 and isinstance(shape[1], str)  # symbolic
+    for seq in (5, 40):
+        example = corpus.text_inputs(seq)
+        got = built.build.run(*(t.numpy() for t in example.values()))
+        got = got[0] if isinstance(got, tuple) else got
+        ref = corpus.reference(built.module, example)
+        np.testing.assert_allclose(got, ref, rtol=corpus.RTOL,
+                                   atol=corpus.ATOL * float(np.max(np.abs(ref))))
+
+
+def test_transformers_imports_beside_torchvision_architectures():
+    """The loader's torchvision (no compiled ops) leaves transformers importable."""
+    tv = corpus.torchvision_models()
+    transformers = importlib.import_module("transformers")
+    assert transformers.GPT2Model.__name__ == "GPT2Model"
+    assert tv.resnet.resnet50.__module__ == "torchvision.models.resnet"

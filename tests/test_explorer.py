@@ -18,7 +18,8 @@ import passlab  # noqa: E402
 from passlab.views import explorer_panes  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 
-ROW_KEYS = ["i", "label", "stage", "kind", "origin", "depth", "changed", "summary", "failed", "ms"]
+ROW_KEYS = ["i", "n", "label", "stage", "kind", "origin", "depth", "changed", "summary", "failed",
+            "ms"]
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +140,7 @@ def test_compare_two_steps(ex, trace):
     a, b = trace.find("LegalizeOps"), trace.find("FuseTIR")
     ex.set_state({"tab": "compare", "compare_a": a.index, "compare_b": b.index})
     html = ex.compare_html
-    assert "From the input of #7 LegalizeOps to the output of #11 FuseTIR." in html
+    assert "From the input of #2 LegalizeOps to the output of #6 FuseTIR." in html
     assert "<b>LegalizeOps … FuseTIR</b>" in html
     assert "fused_matmul_add_relu" in html
     ex.set_state({"compare_a": b.index, "compare_b": a.index})
@@ -158,7 +159,7 @@ def test_graph_node_click_shows_the_kernel(ex, trace):
     assert '<div class="passlab-graph">' in ex.graph_html
     assert "fused_matmul_add_relu" in ex.graph_html
     ex.set_state({"node": "lv"})  # a click on the node with id "lv"
-    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #11 FuseTIR)"
+    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #6 FuseTIR)"
     assert ex.kernel_text.startswith("@T.prim_func(private=True")
     assert "def fused_matmul_add_relu(" in ex.kernel_text
     ex.set_state({"node": "x"})
@@ -168,7 +169,7 @@ def test_graph_node_click_shows_the_kernel(ex, trace):
     ex.selected = trace.find("FuseOps").index
     assert (ex.node, ex.kernel_title, ex.kernel_text) == ("", "", "")  # cleared
     ex.node = "lv"
-    assert ex.kernel_title == "Relax of fused_matmul_add_relu (after #10 FuseOps)"
+    assert ex.kernel_title == "Relax of fused_matmul_add_relu (after #5 FuseOps)"
 
 
 def test_graph_before_legalize_has_operators_only(ex, trace):
@@ -179,9 +180,9 @@ def test_graph_before_legalize_has_operators_only(ex, trace):
 
 def test_tir_stage_has_no_graph_or_buffers(ex, trace):
     ex.set_state({"selected": trace.find("tirx.MakePackedAPI").index, "tab": "graph"})
-    note = ("The module after #87 tirx.MakePackedAPI has only TIR functions (TVM&#x27;s TIR "
+    note = ("The module after #62 tirx.MakePackedAPI has only TIR functions (TVM&#x27;s TIR "
             "stage): the fused graph and the buffers describe Relax functions. The last pass "
-            "before it is #34 AttachGlobalSymbol.")
+            "before it is #17 AttachGlobalSymbol.")
     assert ex.graph_html == f'<div class="plx-note">{note}</div>'
     ex.tab = "buffers"
     assert ex.buffers_html == ex.graph_html
@@ -213,7 +214,7 @@ def test_pipeline_pane_shows_where_user_passes_ran(user_build):
     html = ex.pipeline_html
     assert "Where your passes ran" in html
     assert "&lt;img src=x&gt;" in html and "<img" not in html
-    assert "<td>#11 FuseTIR</td>" in html and "<td>#23 RewriteDataflowReshape</td>" in html
+    assert "<td>#6 FuseTIR</td>" in html and "<td>#8 RewriteDataflowReshape</td>" in html
     assert "+ user: inserted after legalize" in html
     assert ex.steps[step.index]["origin"] == "user"
 
@@ -246,7 +247,7 @@ def test_failed_trace_displays_plainly(failed):
     assert "failed, so it has no output module" in ex.graph_html
     assert "passlab-graph" in ex.graph_html
     ex.node = "lv"
-    assert ex.kernel_title == "TIR of fused_matmul_add_relu (input of #21 <b>boom</b>)"
+    assert ex.kernel_title == "TIR of fused_matmul_add_relu (input of #7 <b>boom</b>)"
     ex.tab = "buffers"
     assert "buffers of forward" in ex.buffers_html
     ex.tab = "compare"

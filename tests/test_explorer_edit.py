@@ -33,7 +33,8 @@ def positions(mlp_build):
 
 
 def labels(ex):
-    return [r["label"] for r in ex.steps]
+    """The labels of the passes that ran (a disabled entry's row is no step)."""
+    return [r["label"] for r in ex.steps if r["kind"] != "disabled"]
 
 
 def check_edited_run(ex, mlp_build, r):
@@ -110,8 +111,8 @@ def test_a_failing_pass_shows_its_step_and_reproducer(mlp_build, positions):
     ex.set_state({"edit_run": 1})
     failed = ex.history[1]
     assert failed.build is None and not failed.result.ok
-    assert failed.result.failed_step == "#3 boom"
-    assert "The edited build failed at #3 boom: ValueError: boom &lt;b&gt;. The previous run " \
+    assert failed.result.failed_step == "#6 boom"
+    assert "The edited build failed at #6 boom: ValueError: boom &lt;b&gt;. The previous run " \
            "is kept." in ex.edit_html
     assert "Reproducer (runs the failing pass alone)" in ex.edit_html
     assert "def boom(mod):" in failed.result.reproducer

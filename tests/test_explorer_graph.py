@@ -59,7 +59,7 @@ def test_change_marks_against_the_previous_pass(ex, trace):
     ex.selected = trace.find("FuseOps").index
     page = ex.graph_html
     assert classes(page) == {"x": "", "lv": "plx-new", "lv1": "plx-new", "output": ""}
-    assert ("Against #9 FoldConstant: " in page and "</span> 2; " in page
+    assert ("Against #4 FoldConstant: " in page and "</span> 2; " in page
             and '<details class="plx-removed"><summary><span class="plx-mark plx-mark-removed">'
                 'removed</span> (5)</summary><div class="plx-removed-list">matmul, add, relu, '
                 'matmul1, add1</div></details></div>' in page)
@@ -146,10 +146,11 @@ def test_flops_overlay_colours_kernels_by_tvms_estimate(ex, trace):
 def test_kernel_links_diff_blame_buffers(ex, trace):
     ex.node = "lv"
     links = ex.kernel_html
-    assert ('created by <a class="plx-step-link" href="#" data-step="10">#10 FuseOps</a>; '
-            'rewritten by <a class="plx-step-link" href="#" data-step="11">#11 FuseTIR</a>'
-            in links)
-    assert '<details class="plx-kernel-diff" open><summary>changed by #11 FuseTIR' in links
+    # named by pipeline position (as the pass list and Edit), the step index in a tooltip
+    assert ('created by <a class="plx-step-link" href="#" data-step="10" title="step 10 of the '
+            'trace">#5 FuseOps</a>; rewritten by <a class="plx-step-link" href="#" '
+            'data-step="11" title="step 11 of the trace">#6 FuseTIR</a>' in links)
+    assert '<details class="plx-kernel-diff" open><summary>changed by #6 FuseTIR' in links
     # the kernel's TIR, highlighted: the same text inside tok-* spans
     assert 'class="tok-' in ex.kernel_text_html
     assert html.unescape(re.sub(r"<[^>]+>", "", ex.kernel_text_html)) == ex.kernel_text
@@ -165,7 +166,7 @@ def test_kernel_links_diff_blame_buffers(ex, trace):
     # a step that did not change the kernel: history, no diff
     ex.selected = trace.find("RewriteDataflowReshape").index
     assert ex.node == "lv"  # kept: the new graph has a node lv
-    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #22 RewriteDataflowReshape)"
+    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #7 RewriteDataflowReshape)"
     assert "plx-kernel-diff" not in ex.kernel_html and "created by" in ex.kernel_html
     ex.node = "x"
     assert ex.kernel_html == ""
@@ -175,7 +176,7 @@ def test_picked_kernel_survives_steps_and_modes(ex, trace):
     ex.node = "gv"
     ex.selected = trace.find("ToNonDataflow").index
     assert (ex.node, ex.kernel_title) == (
-        "gv", "TIR of fused_matmul1_add1 (after #23 ToNonDataflow)")
+        "gv", "TIR of fused_matmul1_add1 (after #8 ToNonDataflow)")
     ex.graph_params = "show"
     assert ex.node == "gv"
     ex.selected = trace.find("FuseOps").index  # no gv there (it is lv1): cleared
@@ -186,9 +187,9 @@ def test_picked_kernel_panel_waits_for_the_graph_pane(ex, trace):
     ex.node = "gv"
     ex.tab = "diff"  # stepping through diffs does not redraw the kernel panel ...
     ex.selected = trace.find("ToNonDataflow").index
-    assert ex.node == "gv" and "after #11 FuseTIR" in ex.kernel_title
+    assert ex.node == "gv" and "after #6 FuseTIR" in ex.kernel_title
     ex.tab = "graph"  # ... until the graph pane opens
-    assert ex.kernel_title == "TIR of fused_matmul1_add1 (after #23 ToNonDataflow)"
+    assert ex.kernel_title == "TIR of fused_matmul1_add1 (after #8 ToNonDataflow)"
     ex.tab = "diff"
     ex.selected = trace.find("FuseOps").index  # no gv there: cleared when drawn
     ex.render_all()

@@ -19,7 +19,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from passlab import _tvm
-from passlab.pipeline import ROOT_NAME, PassEntry, Pipeline
+from passlab.errors import BuildError
+from passlab.pipeline import PassEntry, Pipeline
+from passlab.recording import numbering
 from passlab.recording.build import Build, build
 from passlab.recording.trace import Step, Trace
 
@@ -31,32 +33,12 @@ __all__ = ["rerun", "Rerun", "pipeline_chain", "keep_only"]
 
 # ---------------------------------------------------------------- shared helpers
 def pipeline_chain(trace: Trace, pipeline: Pipeline) -> tuple[tuple[int, Step], ...]:
-    """``(position, step)`` for every pipeline entry the recorded build ran, in order.
+    """``(position, step)`` for every pipeline entry the recorded build ran, in order
+    (:func:`passlab.recording.numbering.pipeline_chain`, which the views' one numbering
+    of passes also uses)."""
+    from passlab.recording.numbering import pipeline_chain as chain
 
-    ``position`` indexes ``list(pipeline)`` (disabled entries included). The steps are
-    the direct children of the stage wrappers, so a user pass that is itself a TVM
-    ``Sequential`` counts once. A failed build gives the entries run so far.
-    """
-    by_index = {s.index: s for s in trace}
-    stages = set(pipeline.stage_names)
-
-    def is_stage(i: int | None) -> bool:
-        p = by_index.get(i) if i is not None else None
-        if p is None or p.kind != "container" or p.name not in stages:
-            return False
-        root = by_index.get(p.parent) if p.parent is not None else None
-        return root is not None and root.name == ROOT_NAME
-
-    steps = [s for s in trace if is_stage(s.parent)]
-    enabled = [i for i, e in enumerate(pipeline) if e.enabled]
-    entries = list(pipeline)
-    for (pos, step) in zip(enabled, steps):
-        if entries[pos].name != step.name:
-            raise ValueError(
-                f"the trace does not follow the pipeline: step #{step.index} ran "
-                f"{step.name!r} where the pipeline's enabled entry {pos} is "
-                f"{entries[pos].name!r}; record the trace with this pipeline")
-    return tuple(zip(enabled, steps))
+    return chain(trace, pipeline)
 
 
 def keep_only(pipeline: Pipeline, positions: Collection[int]) -> Pipeline:
@@ -200,7 +182,13 @@ def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
         snapshot = chain[-1].after if chain else original.module
     first = new_enabled[k] if k < len(new_enabled) else len(new_entries)
     rest = keep_only(new_pipeline, range(first, len(new_entries)))
-    resumed = build(snapshot, rest, reuse=original)
+    try:
+        resumed = build(snapshot, rest, reuse=original)
+    except BuildError as exc:  # its steps keep the whole pipeline's numbers too
+        if exc.trace is not None:
+            numbering.resumed(exc.trace, new_pipeline, first)
+        raise
+    numbering.resumed(resumed.trace, new_pipeline, first)
     return Rerun(
         original.module, new_pipeline, resumed.trace, resumed.executable, resumed.seconds,
         resumed._kernels, original=original, resumed_position=first,

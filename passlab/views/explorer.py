@@ -390,8 +390,10 @@ else:
                     self.load_rows()
                 self.visible = self._visible()
                 # a filter that hides the selected pass selects the first one it shows
-                if self.visible and self.selected not in self.visible:
-                    self.selected = self.visible[0]
+                # (a disabled entry's row, index < 0, has no step to select)
+                steps = [i for i in self.visible if i >= 0]
+                if steps and self.selected not in steps:
+                    self.selected = steps[0]
 
         @t.observe("selected")
         def _on_select(self, _change: Any) -> None:

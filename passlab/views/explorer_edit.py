@@ -29,6 +29,7 @@ from typing import Any
 from passlab import _render, _tvm
 from passlab.errors import BuildError, first_line
 from passlab.pipeline import PassEntry, Pipeline
+from passlab.recording import numbering as _numbering
 from passlab.recording.build import Build, max_abs_diff
 from passlab.research.rerun import Rerun, rerun
 from passlab.views._pipeline_edits import ACTIONS, Edit, apply_edit, known_passes
@@ -268,7 +269,7 @@ class EditSession:
             built = rerun(self.base, new)
         except BuildError as exc:
             step = exc.step
-            where = f"#{step.index} {step.label}" if step is not None else "code generation"
+            where = _numbering.ref(step, exc.trace) if step is not None else "code generation"
             cause = exc.original or exc
             entry = HistoryEntry(new, None, ABResult(
                 a, label, error=f"{type(cause).__name__}: {first_line(cause)}", failed_step=where,

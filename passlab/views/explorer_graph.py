@@ -15,6 +15,7 @@ from typing import Any
 
 from passlab import _render, _tvm
 from passlab.analysis import _graph_render
+from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 
 __all__ = ["PARAMS", "previous_step", "changes", "node_flops", "pane_html", "kernel_name",
@@ -105,8 +106,8 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
                     f'<div class="plx-removed-list">'
                     f'{", ".join(_render.esc(r) for r in removed)}</div></details>')
         parts.append(gone)
-        head.append(f'<div class="plx-graph-marks">Against #{against.index} '
-                    f"{_render.esc(against.label)}: {'; '.join(parts)}</div>")
+        head.append(f'<div class="plx-graph-marks" title="{_numbering.ref_title(against)}">'
+                    f"Against {_render.esc(_numbering.ref(against))}: {'; '.join(parts)}</div>")
     ov = _graph_render.overlay(g, overlay_by, values)
     if ov is not None:
         head.append(_legend(ov))
@@ -183,8 +184,8 @@ def kernel_links(trace: Trace, step: Step, node: Any, prov: Any = None) -> str:
 
 
 def _step_link(s: Step) -> str:
-    return (f'<a class="plx-step-link" href="#" data-step="{s.index}">'
-            f"#{s.index} {_render.esc(s.label)}</a>")
+    return (f'<a class="plx-step-link" href="#" data-step="{s.index}" '
+            f'title="{_numbering.ref_title(s)}">{_render.esc(_numbering.ref(s))}</a>')
 
 
 def _history(trace: Trace, step: Step, name: str) -> str:
@@ -203,7 +204,7 @@ def _history(trace: Trace, step: Step, name: str) -> str:
             parts.append(f"{action} " + ", ".join(_step_link(s) for s in steps))
     text = "; ".join(parts) or "no main-chain pass changed it"
     return (f'<div class="plx-kernel-history"><b>{_render.esc(name)}</b>: {text} '
-            f"(up to #{step.index})</div>")
+            f"(up to {_render.esc(_numbering.ref(step))})</div>")
 
 
 def _origins(prov: Any, name: str) -> str:
@@ -233,8 +234,8 @@ def _function_diff(step: Step, name: str) -> str:
         return _render.error_panel(exc, f"the diff of {name}")
     if not len(d):
         return ""
-    return (f'<details class="plx-kernel-diff" open><summary>changed by #{step.index} '
-            f"{_render.esc(step.label)}</summary>{d[0].to_html('unified')}</details>")
+    return (f'<details class="plx-kernel-diff" open><summary>changed by '
+            f"{_render.esc(_numbering.ref(step))}</summary>{d[0].to_html('unified')}</details>")
 
 
 def _buffers(module: Any, node: Any, name: str | None) -> str:

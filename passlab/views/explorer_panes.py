@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from passlab import _render, _tvm
+from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 
 __all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection", "PaneRenderer"]
@@ -54,13 +55,20 @@ def rows(trace: Trace, *, main_only: bool = False) -> list[dict[str, Any]]:
     steps: Sequence[Step] = list(trace)
     if main_only and any(_main(s) for s in steps):
         steps = [s for s in steps if _main(s)]
+    pos = _numbering.positions(trace)
     for s in steps:
         ch = s.functions_changed
         out.append(dict(
-            i=s.index, label=s.label, stage=s.stage, kind=s.kind, origin=s.origin,
-            depth=s.depth, changed=bool(ch), summary=ch.summary(), failed=s.failed,
+            i=s.index, n=pos.get(s.index), label=_numbering.name_of(s, trace), stage=s.stage,
+            kind=s.kind, origin=s.origin, depth=s.depth, changed=bool(ch),
+            summary=ch.summary(), failed=s.failed,
             ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
         ))
+    # the pipeline's disabled entries did not run: greyed rows (no step: index -1 - n)
+    for n, stage, name in _numbering.disabled_entries(trace):
+        out.append(dict(i=-1 - n, n=n, label=name, stage=stage, kind="disabled",
+                        origin="tvm", depth=0, changed=False, summary="disabled",
+                        failed=False, ms=None))
     return out
 
 
@@ -83,7 +91,18 @@ def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search
     needle = search.strip().lower()
     if needle:
         steps = [s for s in steps if needle in s.label.lower()]
-    return [s.index for s in steps]
+    out = [s.index for s in steps]
+    if changed_only:
+        return out
+    # a disabled entry goes where it stands in the pipeline: before the first step of a
+    # later position (its row's index is -1 - position)
+    pos = _numbering.positions(trace)
+    for n, st, name in _numbering.disabled_entries(trace):
+        if (stage and st != stage) or (needle and needle not in name.lower()):
+            continue
+        at = next((k for k, i in enumerate(out) if pos.get(i, -1) > n), len(out))
+        out.insert(at, -1 - n)
+    return out
 
 
 def default_selection(trace: Trace) -> int:
@@ -267,8 +286,8 @@ class PaneRenderer:
         if module is None or _tvm.has_relax_function(module):
             return None
         last = [s for s in self.trace if _main(s) and s.level == "relax" and s.index < step.index]
-        hint = f" The last pass before it is #{last[-1].index} {last[-1].label}." if last else ""
-        return _note(f"The module after #{step.index} {step.label} has only TIR functions "
+        hint = f" The last pass before it is {_numbering.ref(last[-1])}." if last else ""
+        return _note(f"The module after {_numbering.ref(step)} has only TIR functions "
                      f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
                      f"functions.{hint}")
 
@@ -349,12 +368,12 @@ class PaneRenderer:
         sa, sb = self.step(a), self.step(b)
         if sa is None or sb is None:
             return _note("Choose two passes, A and B: the diff runs from A's input to B's output.")
-        head = _note(f"From the input of #{sa.index} {sa.label} to the output of "
-                     f"#{sb.index} {sb.label}.")
+        head = _note(f"From the input of {_numbering.ref(sa)} to the output of "
+                     f"{_numbering.ref(sb)}.")
         if sa.index > sb.index:
             head += _note("A comes after B: this diff runs backwards.", "plx-warn")
         if sb.failed:
-            head += _note(f"#{sb.index} {sb.label} failed: using its input instead.", "plx-warn")
+            head += _note(f"{_numbering.ref(sb)} failed: using its input instead.", "plx-warn")
         return head + _first_view(self.module_diff(a, b), mode, all_functions, "plx-compare")
 
     @functools.cached_property
@@ -400,13 +419,15 @@ class PaneRenderer:
         for k, s in enumerate(main):
             if s.origin != "user":
                 continue
-            prev = f"#{main[k - 1].index} {main[k - 1].label}" if k else "the start"
-            nxt = f"#{main[k + 1].index} {main[k + 1].label}" if k + 1 < len(main) else "the end"
+            prev = _numbering.ref(main[k - 1]) if k else "the start"
+            nxt = _numbering.ref(main[k + 1]) if k + 1 < len(main) else "the end"
             result = "failed" if s.failed else (s.functions_changed.summary() or "no change")
-            found.append([f"#{s.index}", s.label, s.stage, prev, nxt, result])
+            p = _numbering.positions(self.trace).get(s.index)
+            found.append(["" if p is None else f"#{p}", _numbering.name_of(s, self.trace),
+                          s.stage, prev, nxt, result])
         if not found:
             return _note("No user pass in this build: the pipeline is TVM's default.")
-        return _render.html_table(["step", "user pass", "stage", "after", "before", "result"],
+        return _render.html_table(["#", "user pass", "stage", "after", "before", "result"],
                                   found, ["user"] * len(found), caption="Where your passes ran")
 
     # ------------------------------------------------------------------- kernels
@@ -429,7 +450,7 @@ class PaneRenderer:
             if found is not None:
                 kind, text = found
                 where = "input of" if step.failed else "after"
-                return f"{kind} of {name} ({where} #{step.index} {step.label})", text
+                return f"{kind} of {name} ({where} {_numbering.ref(step)})", text
         return (f"{node.label} is a Relax operator: no kernel for it in the module after "
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
 

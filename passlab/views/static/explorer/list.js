@@ -47,14 +47,18 @@ function passList(ctx) {
       const cls = ["plx-row", r.changed ? "changed" : "same", r.kind];
       if (r.origin === "user") cls.push("user");
       if (r.failed) cls.push("failed");
+      // the pass's pipeline position, as the Edit and Pipeline panes number it; a step
+      // that is no pipeline entry (an inner pass) has none. The step index: the tooltip.
       const row = h("div", { class: cls.join(" "), role: "option", "data-index": String(i) },
-        h("span", { class: "plx-i", text: String(i) }),
+        h("span", { class: "plx-i", text: r.n == null ? "" : `#${r.n}` }),
         h("span", { class: "plx-label", text: r.label }),
         h("span", { class: "plx-stage-tag", text: r.stage }),
         h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
         h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
       if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;
-      row.title = `${r.label} (${r.stage}, ${r.kind}, ${r.origin})`;
+      row.title = r.kind === "disabled" ? `${r.label}: disabled in the pipeline (#${r.n}), not run`
+        : `${r.label} (${r.stage}, ${r.kind}, ${r.origin}; step ${i} of the trace)`;
+      if (r.kind === "disabled") row.setAttribute("aria-disabled", "true");
       rowEls.set(i, row);
       list.append(row);
     }
@@ -68,12 +72,14 @@ function passList(ctx) {
         text: model.get("step_count") ? "no pass matches the filters" : "no passes recorded" }));
     }
     const main = model.get("steps").filter((r) => r.kind === "pass" || r.failed).length;
-    count.textContent = `${vis.length} of ${inner ? model.get("step_count") : main} passes`;
+    const off = vis.filter((i) => i < 0).length;  // disabled entries: rows, not passes run
+    count.textContent = `${vis.length - off} of ${inner ? model.get("step_count") : main} passes`
+      + (off ? ` (+${off} disabled)` : "");
     markSelected(false);
   };
 
   const select = (i) => {
-    if (i === model.get("selected")) return;
+    if (i < 0 || i === model.get("selected")) return;  // a disabled entry: nothing ran
     ctx.busy();
     send({ selected: i });
     markSelected(true);
@@ -90,7 +96,7 @@ function passList(ctx) {
     if (!(e.key in keys)) return;
     e.preventDefault();
     e.stopPropagation();  // keep JupyterLab from moving between cells
-    const vis = model.get("visible");
+    const vis = model.get("visible").filter((i) => i >= 0);
     if (!vis.length) return;
     const at = vis.indexOf(model.get("selected"));
     let next;

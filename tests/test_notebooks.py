@@ -20,7 +20,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def test_notebooks_exist():
-    assert [p.name for p in NOTEBOOKS] == ["01-tour.ipynb", "02-after-fusion-pass.ipynb",
+    assert [p.name for p in NOTEBOOKS] == ["00-your-model.ipynb",
+                                             "01-tour.ipynb", "02-after-fusion-pass.ipynb",
                                              "03-uma-backend.ipynb", "04-bisect-and-ab.ipynb",
                                              "05-memory-planning.ipynb", "06-cpu-vs-gpu.ipynb",
                                              "07-passes-101.ipynb",

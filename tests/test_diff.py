@@ -78,7 +78,7 @@ rename to helper2
 class _Tags(html.parser.HTMLParser):
     """Start tags, and whether every opened tag was closed (void tags aside)."""
 
-    VOID = frozenset({"br"})
+    VOID = frozenset({"br", "input"})
 
     def __init__(self, text: str):
         super().__init__()
@@ -99,7 +99,7 @@ def _structure(text: str) -> list[str]:
     parsed = _Tags(text)
     assert parsed.stack == []
     assert set(parsed.tags) <= {"div", "style", "details", "summary", "span", "code", "table",
-                                "tr", "td", "b", "br"}
+                                "tr", "td", "b", "br", "tbody", "label", "input"}
     return parsed.tags
 
 
@@ -268,15 +268,21 @@ def test_html_side_by_side_and_unified():
                     '<span class="tok-s2">&quot;float32&quot;</span>')
     assert (f'<tr><td class="pl-ln">3</td><td class="pl-code">    y: R.Tensor(({num},), dtype'
             f'{eq}{f32}) {eq} R.add(x, x)</td><td class="pl-ln">3</td>') in sbs
-    assert (f'<td class="pl-code pl-del">    <span class="pl-hl">z</span>: R.Tensor(({num},), '
-            f'dtype{eq}{f32}) {eq} R.<span class="pl-hl">multiply</span>(y, '
-            '<span class="pl-hl">y</span>)</td>') in sbs
-    assert '<td class="pl-ln"></td><td class="pl-code pl-empty"></td><td class="pl-ln">5</td>' in sbs
+    # lines pair by what they bind, not by position: the old z beside the new z (only
+    # its operands marked), the new w alone
+    assert (f'<tr><td class="pl-ln">4</td><td class="pl-code pl-del">    z: R.Tensor(({num},), '
+            f'dtype{eq}{f32}) {eq} R.multiply(<span class="pl-hl">y</span>, '
+            '<span class="pl-hl">y</span>)</td><td class="pl-ln">5</td><td class="pl-code '
+            f'pl-add">    z: R.Tensor(({num},), dtype{eq}{f32}) {eq} R.multiply(<span '
+            'class="pl-hl">w</span>, <span class="pl-hl">w</span>)</td></tr>') in sbs
+    assert ('<tr><td class="pl-ln"></td><td class="pl-code pl-empty"></td><td class="pl-ln">4'
+            '</td><td class="pl-code pl-add">    w:') in sbs
     uni = d.to_html("unified")
     _structure(uni)
     assert ('<tr class="pl-add"><td class="pl-ln"></td><td class="pl-ln">5</td><td class='
             f'"pl-sign">+</td><td class="pl-code">    z: R.Tensor(({num},), dtype{eq}{f32})'
-            f' {eq} R.multiply(w, w)</td></tr>') in uni
+            f' {eq} R.multiply(<span class="pl-hl">w</span>, <span class="pl-hl">w</span>)'
+            '</td></tr>') in uni
     assert ".tok-k { color: #8250df; }" in sbs  # the token colours travel with the diff
     assert "<code>helper → helper2</code>" in uni
     assert "http" not in sbs and "<script" not in sbs and "<link" not in sbs
@@ -535,3 +541,109 @@ def test_reordered_bindings_are_moves_not_removals_and_additions():
     for mode in ("unified", "side-by-side"):
         page = fd.to_html(mode)
         assert "pl-move" in page and "pl-del" not in page.replace(".pl-del", "")
+
+
+# ----------------------------------------------------------- diffs that open on the change
+def _folds(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.startswith("... ")]
+
+
+def test_unchanged_regions_fold_with_a_count(mlp_build):
+    fd = diff(mlp_build.trace.find("FuseOps"))["forward"]
+    text = fd.to_text().split("\n")
+    # the decorator, the signature and func_attr fold before the one hunk
+    assert text[3:5] == ["... 3 unchanged lines", "@@ -4,12 +4,9 @@"]
+    assert _folds(fd.to_text()) == ["... 3 unchanged lines"]
+    for mode in ("unified", "side-by-side"):
+        page = fd.to_html(mode)
+        _structure(page)
+        assert page.count('<tbody class="pl-fold">') == 1 and page.count("</tbody>") == 1
+        assert ('<label class="pl-fold" title="show the unchanged lines"><input type="checkbox" '
+                'class="pl-fold-open" aria-label="show 3 unchanged lines">\u22ef 3 unchanged '
+                'lines</label>') in page
+        # the folded lines travel, hidden, so that a click opens them without a kernel
+        assert page.count('<tr class="pl-folded">') == 3
+        assert "tbody.pl-fold > tr.pl-folded { display: none; }" in page
+    # folded lines are not diff lines: the counts and the line budget ignore them
+    assert (fd.lines_added, fd.lines_removed) == (3, 6)
+    assert "[truncated" not in fd.to_text(max_lines=15)
+    assert fd.to_text(max_lines=14).endswith("[truncated: shown 14 of 15 diff lines]")
+
+
+def test_a_fold_too_long_to_carry_shows_its_count_only(mlp_build, monkeypatch):
+    from passlab.analysis import _diff_layout
+
+    monkeypatch.setattr(_diff_layout, "FOLD_ROWS", 2)
+    page = diff(mlp_build.trace.find("FuseOps"))["forward"].to_html("unified")
+    assert ('<tbody class="pl-fold"><tr class="pl-fold-head"><td colspan="4">\u22ef 3 '
+            'unchanged lines (not rendered)</td></tr></tbody>') in page
+    assert "pl-folded" not in page.replace("tr.pl-folded", "")
+
+
+def test_long_unchanged_signatures_elide():
+    from passlab.analysis._diff_layout import elide_signature
+
+    line = ('def main(x: R.Tensor((4,), dtype="float32"), w0: R.Tensor((4, 4), '
+            'dtype="float32"), w1: T, w2: T, w3: T, w4: T, w5: T) -> R.Tensor((4,)):')
+    head, rest, tail, n = elide_signature(line)
+    assert head == 'def main(x: R.Tensor((4,), dtype="float32"), w0: R.Tensor((4, 4), dtype="float32"), w1: T, '
+    assert (rest, tail, n) == ("w2: T, w3: T, w4: T, w5: T", ") -> R.Tensor((4,)):", 4)
+    assert elide_signature("def main(a, b, c, d, e, f):") is None  # 6: read whole
+    assert elide_signature("    lv = R.add(a, b, c, d, e, f, g, h)") is None
+
+
+def test_the_mlp_signature_reads_whole(mlp_build):
+    # 5 parameters: nothing to elide
+    assert "more parameters" not in diff(mlp_build.trace.find("LegalizeOps")).to_text()
+
+
+@pytest.mark.slow
+def test_resnet_signature_elides_and_fuseops_folds(resnet_build):
+    legal = diff(resnet_build.trace.find("LegalizeOps"))["forward"]
+    sig = legal.to_text().split("\n")[5]
+    assert sig == (' def forward(x: R.Tensor((1, 3, 32, 32), dtype="float32"), stem_weight: '
+                   'R.Tensor((16, 3, 3, 3), dtype="float32"), stem_bn_weight: R.Tensor((16,), '
+                   'dtype="float32"), ... 100 more parameters) -> R.Tensor((1, 10), '
+                   'dtype="float32"):')
+    for mode in ("unified", "side-by-side"):
+        page = legal.to_html(mode)
+        _structure(page)
+        assert page.count('aria-label="show 100 more parameters">\u2026 100 more parameters'
+                          '</label><span class="pl-rest">') == (1 if mode == "unified" else 2)
+        assert "layers_7_bn2_running_var" in page  # opens to the full signature
+    fuse = diff(resnet_build.trace.find("FuseOps"))["forward"]
+    assert _folds(fuse.to_text()) == ["... 3 unchanged lines"]
+    assert (fuse.lines_added, fuse.lines_removed) == (39, 88)
+
+
+def test_replaced_lines_pair_by_content_not_position(mlp_build):
+    from passlab.analysis._diff_layout import pair_lines
+
+    fd = diff(mlp_build.trace.find("FuseOps"))["forward"]
+    a, b = fd._before_lines, fd._after_lines
+    blocks = [(i1, i2, j1, j2) for group in fd._groups
+              for tag, i1, i2, j1, j2 in group if tag == "replace"]
+    assert blocks == [(6, 9, 6, 7), (10, 13, 8, 10)]
+    # matmul/add/relu -> lv (the fused call on matmul's operands); matmul1/add1/gv -> lv1/gv:
+    # the new gv beside the old gv (by position it stood beside add1)
+    assert pair_lines(a[6:9], b[6:7]) == [(0, 0), (1, None), (2, None)]
+    assert pair_lines(a[10:13], b[8:10]) == [(0, 0), (1, None), (2, 1)]
+    gv = ('        gv: R.Tensor((<span class="tok-mi">4</span>, <span class="tok-mi">8</span>), '
+          'dtype<span class="tok-o">=</span><span class="tok-s2">&quot;float32&quot;</span>) '
+          '<span class="tok-o">=</span> ')
+    assert (f'<tr><td class="pl-ln">13</td><td class="pl-code pl-del">{gv}<span class="pl-hl">'
+            f'add</span>1</td><td class="pl-ln">10</td><td class="pl-code pl-add">{gv}<span '
+            'class="pl-hl">lv</span>1</td></tr>') in fd.to_html()
+
+
+@pytest.mark.slow
+def test_onnx_weights_as_inputs_signature_elides():
+    from test_importers import onnx_cnn, weights_as_inputs
+
+    b = passlab.build(passlab.load(weights_as_inputs(onnx_cnn()), input=(1, 3, 32, 32)))
+    legal = diff(b.trace.find("LegalizeOps"))["main"]
+    assert [line for line in legal.to_text().split("\n") if "more parameters" in line] == [
+        ' def main(input: R.Tensor((1, 3, 32, 32), dtype="float32"), w1: R.Tensor((8, 3, 3, 3), '
+        'dtype="float32"), b1: R.Tensor((8,), dtype="float32"), ... 8 more parameters) -> '
+        'R.Tensor((1, 10), dtype="float32"):']
+    assert _folds(diff(b.trace.find("FuseOps"))["main"].to_text()) == ["... 2 unchanged lines"]

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from passlab._tvm import ir_types as _ir_types
+from passlab.analysis import _diff_layout as _layout
+from passlab.analysis._diff_layout import bound_var
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import line_html
 
@@ -23,11 +25,6 @@ __all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_b
            "bound_var", "graph_level"]
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
-# a Relax binding: `lv3 = ...` or `gv: R.Tensor((4, 8), dtype="float32") = ...` (the type
-# may hold `=` without spaces, the binding's ` = ` has them)
-_BIND = re.compile(r"\s*([A-Za-z_]\w*)(?::.*?)? = ")
-_NOT_BOUND = frozenset({"return", "with", "if", "for", "while", "def", "class", "assert",
-                        "cls"})
 _MAX_TOKENS = 200
 
 IDENTICAL_NOTE = "structurally changed, but both versions print identically"
@@ -81,6 +78,24 @@ CSS = """
 /* a changed fragment is in the text colour: token colours fall under 4.5:1 on its tint */
 .passlab-diff table.pl-t .pl-hl, .passlab-diff table.pl-t .pl-hl span { color: inherit; }
 .passlab-diff .pl-note { padding: 4px 8px; font-style: italic; color: var(--pl-dim); }
+/* folds: unchanged lines no hunk shows, and the parameters of a long unchanged signature;
+   a (visually hidden, focusable) checkbox opens them, so the HTML needs no script */
+.passlab-diff table.pl-t tr.pl-fold-head > td { background: rgba(128,128,128,0.10);
+  color: var(--pl-dim); font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  padding: 1px 6px; }
+.passlab-diff label.pl-fold, .passlab-diff label.pl-more { cursor: pointer; }
+.passlab-diff input.pl-fold-open, .passlab-diff input.pl-more-open { position: absolute;
+  opacity: 0; width: 1px; height: 1px; margin: 0; }
+.passlab-diff label:has(> input:focus-visible) { outline: 2px solid
+  var(--jp-brand-color1, #1976d2); }
+.passlab-diff tbody.pl-fold > tr.pl-folded { display: none; }
+.passlab-diff tbody.pl-fold:has(> tr > td > label > input.pl-fold-open:checked)
+  > tr.pl-folded { display: table-row; }
+.passlab-diff label.pl-more { color: var(--pl-dim); border: 1px dashed rgba(128,128,128,0.6);
+  border-radius: 3px; padding: 0 3px; }
+.passlab-diff .pl-rest { display: none; }
+.passlab-diff td:has(> label.pl-more > input:checked) > .pl-rest { display: inline; }
+.passlab-diff td:has(> label.pl-more > input:checked) > label.pl-more { display: none; }
 .passlab-diff.passlab-error { border-left: 4px solid #e5534b; padding: 4px 8px; }
 """
 
@@ -111,23 +126,51 @@ def rows(fd: Any, paired: bool) -> Iterator[Row]:
     when ``paired`` (side by side), ``replace`` for an old and a new line on one row.
     """
     a, b = fd._before_lines, fd._after_lines
-    for group in fd._groups:
+    folds = {k: (i1, i2, j1) for k, i1, i2, j1 in _layout.gaps(fd)}
+
+    def fold(k: int) -> Iterator[Row]:
+        if k not in folds:
+            return
+        i1, i2, j1 = folds[k]
+        yield ("fold", None, None, i2 - i1, None)
+        if i2 - i1 <= _layout.FOLD_ROWS:
+            for i in range(i1, i2):
+                yield ("folded", i + 1, j1 + i - i1 + 1, a[i], b[j1 + i - i1])
+        yield ("fold-end", None, None, None, None)
+
+    for number, group in enumerate(fd._groups):
+        yield from fold(number)
         yield ("hunk", None, None, hunk_header(group), None)
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
                 for k in range(i2 - i1):
                     yield ("equal", i1 + k + 1, j1 + k + 1, a[i1 + k], b[j1 + k])
             elif paired and tag == "replace":
-                for k in range(max(i2 - i1, j2 - j1)):
-                    i, j = i1 + k, j1 + k
-                    yield ("replace", i + 1 if i < i2 else None, j + 1 if j < j2 else None,
-                           a[i] if i < i2 else None, b[j] if j < j2 else None)
+                for pi, pj in _layout.pair_lines(a[i1:i2], b[j1:j2]):
+                    yield ("replace", None if pi is None else i1 + pi + 1,
+                           None if pj is None else j1 + pj + 1,
+                           None if pi is None else a[i1 + pi], None if pj is None else b[j1 + pj])
             else:
                 moved_a, moved_b = fd._moved
                 for i in range(i1, i2):
                     yield ("moved-from" if i in moved_a else "delete", i + 1, None, a[i], None)
                 for j in range(j1, j2):
                     yield ("moved-to" if j in moved_b else "insert", None, j + 1, None, b[j])
+    yield from fold(len(fd._groups))
+
+
+def fold_label(count: int) -> str:
+    """What a fold of ``count`` unchanged lines says (text form: ``... 17 unchanged lines``)."""
+    return f"{count} unchanged line{'' if count == 1 else 's'}"
+
+
+def elided_text(line: str) -> str:
+    """An unchanged line as the text form shows it: a long signature elided."""
+    cut = _layout.elide_signature(line)
+    if cut is None:
+        return line
+    head, _, tail, n = cut
+    return f"{head}... {n} more parameters{tail}"
 
 
 def status_text(fd: Any) -> str:
@@ -151,10 +194,13 @@ def _header(fd: Any) -> str:
 def row_total(fd: Any, paired: bool) -> int:
     """How many lines (side by side: rows) the full diff of ``fd`` has, hunk headers aside."""
     total = 0
+    a, b = fd._before_lines, fd._after_lines
     for group in fd._groups:
         for tag, i1, i2, j1, j2 in group:
-            if tag == "equal" or (paired and tag == "replace"):
-                total += max(i2 - i1, j2 - j1)
+            if tag == "equal":
+                total += i2 - i1
+            elif paired and tag == "replace":
+                total += len(_layout.pair_lines(a[i1:i2], b[j1:j2]))
             else:
                 total += (i2 - i1) + (j2 - j1)
     return total
@@ -186,9 +232,15 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
         if tag == "hunk":
             out.append(old)
             continue
+        if tag == "fold":
+            out.append(f"... {fold_label(old)}")
+        if tag in ("fold", "folded", "fold-end"):
+            continue
         body += 1
         sign, text = {"equal": (" ", old), "delete": ("-", old), "insert": ("+", new),
                       "moved-from": ("<", old), "moved-to": (">", new)}[tag]
+        if tag == "equal":
+            text = elided_text(text)
         prefix = f"{i or '':>5} {j or '':>5} " if line_numbers else ""
         out.append(f"{prefix}{sign}{text}")
     return "\n".join(out)
@@ -250,18 +302,54 @@ def _ln(n: int | None) -> str:
     return f'<td class="pl-ln">{"" if n is None else n}</td>'
 
 
+def _equal_code(code: Any, line: str) -> str:
+    """An unchanged line; a long signature shows its first parameters and a count that
+    opens the others (``<label class="pl-more">``)."""
+    cut = _layout.elide_signature(line)
+    if cut is None:
+        return str(code(line))
+    head, rest, tail, n = cut
+    more = f"{n} more parameters"
+    return (f'{code(head)}<label class="pl-more" title="show all parameters">'
+            f'<input type="checkbox" class="pl-more-open" aria-label="show {more}">'
+            f'\u2026 {more}</label><span class="pl-rest">{code(rest)}</span>{code(tail)}')
+
+
+def _fold_rows(tag: str, i: Any, j: Any, old: Any, code: Any, unified: bool) -> str:
+    """The HTML of a ``fold``/``folded``/``fold-end`` row of :func:`rows`: a fold is a
+    ``<tbody class="pl-fold">`` whose head opens its hidden ``pl-folded`` rows."""
+    if tag == "fold-end":
+        return "</tbody>"
+    if tag == "fold":
+        label = html.escape(fold_label(old))
+        if old > _layout.FOLD_ROWS:  # too many to carry: the count only
+            return (f'<tbody class="pl-fold"><tr class="pl-fold-head"><td colspan="4">'
+                    f"\u22ef {label} (not rendered)</td></tr>")
+        return (f'<tbody class="pl-fold"><tr class="pl-fold-head"><td colspan="4">'
+                f'<label class="pl-fold" title="show the unchanged lines">'
+                f'<input type="checkbox" class="pl-fold-open" aria-label="show {label}">'
+                f"\u22ef {label}</label></td></tr>")
+    cell = f'<td class="pl-code">{_equal_code(code, old)}</td>'
+    if unified:
+        return f'<tr class="pl-folded">{_ln(i)}{_ln(j)}<td class="pl-sign"> </td>{cell}</tr>'
+    return f'<tr class="pl-folded">{_ln(i)}{cell}{_ln(j)}{cell}</tr>'
+
+
 def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
     body = 0
     for tag, i, j, old, new in rows(fd, paired=True):
         if tag == "hunk":
             yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(old)}</td></tr>'
             continue
+        if tag in ("fold", "folded", "fold-end"):
+            yield _fold_rows(tag, i, j, old, code, False)
+            continue
         if body >= max_lines:
             yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, True)}</td></tr>'
             return
         body += 1
         if tag == "equal":
-            left = right = f'<td class="pl-code">{code(old)}</td>'
+            left = right = f'<td class="pl-code">{_equal_code(code, old)}</td>'
         else:
             if old is not None and new is not None and fd._intraline:
                 old_html, new_html = _highlight(old, new, code)
@@ -280,19 +368,24 @@ def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
 
 def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
     # Non-equal opcodes are always separated by equal ones, so a change is a run of
-    # deletes followed by a run of inserts; pair them up for the intra-line marks.
+    # deletes followed by a run of inserts; pair them up (by content, as side by side
+    # does) for the intra-line marks.
     dels: list[Row] = []
     ins: list[Row] = []
 
     def flush() -> Iterator[str]:
-        pairs = min(len(dels), len(ins)) if fd._intraline else 0
-        marked = [_highlight(dels[k][3], ins[k][4], code) for k in range(pairs)]
+        old_html: dict[int, str] = {}
+        new_html: dict[int, str] = {}
+        if fd._intraline and dels and ins:
+            for pi, pj in _layout.pair_lines([r[3] for r in dels], [r[4] for r in ins]):
+                if pi is not None and pj is not None:
+                    old_html[pi], new_html[pj] = _highlight(dels[pi][3], ins[pj][4], code)
         for k, (_, i, _, old, _) in enumerate(dels):
-            text = marked[k][0] if k < pairs else code(old)
+            text = old_html.get(k) or code(old)
             yield (f'<tr class="pl-del">{_ln(i)}{_ln(None)}<td class="pl-sign">-</td>'
                    f'<td class="pl-code">{text}</td></tr>')
         for k, (_, _, j, _, new) in enumerate(ins):
-            text = marked[k][1] if k < pairs else code(new)
+            text = new_html.get(k) or code(new)
             yield (f'<tr class="pl-add">{_ln(None)}{_ln(j)}<td class="pl-sign">+</td>'
                    f'<td class="pl-code">{text}</td></tr>')
         dels.clear()
@@ -301,6 +394,9 @@ def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[st
     body, truncated = 0, False
     for row in rows(fd, paired=False):
         tag = row[0]
+        if tag in ("fold", "folded", "fold-end"):
+            yield _fold_rows(tag, row[1], row[2], row[3], code, True)
+            continue
         if tag != "hunk":
             if body >= max_lines:
                 truncated = True
@@ -322,7 +418,7 @@ def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[st
                 yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(row[3])}</td></tr>'
             else:
                 yield (f'<tr>{_ln(row[1])}{_ln(row[2])}<td class="pl-sign"> </td>'
-                       f'<td class="pl-code">{code(row[3])}</td></tr>')
+                       f'<td class="pl-code">{_equal_code(code, row[3])}</td></tr>')
     yield from flush()
     if truncated:
         yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, False)}</td></tr>'
@@ -334,15 +430,6 @@ def _summary_counts(fd: Any) -> str:
     moved = f' <span class="pl-count-move">{fd.lines_moved} moved</span>' if fd.lines_moved else ""
     return (f' <span class="pl-count-add">+{fd.lines_added}</span>'
             f' <span class="pl-count-del">-{fd.lines_removed}</span>{moved}')
-
-
-def bound_var(line: str) -> str | None:
-    """The variable a Relax binding line defines (``lv3`` in ``lv3 = R.call_tir(...)``,
-    ``gv`` in ``gv: R.Tensor(...) = lv1``), or None for any other line."""
-    m = _BIND.match(line)
-    if m is None or m.group(1) in _NOT_BOUND:
-        return None
-    return m.group(1)
 
 
 def graph_level(fd: Any) -> bool:
@@ -405,7 +492,10 @@ def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
         return
     body = 0
     for tag, _, _, old, new in rows(fd, paired):
-        if tag == "hunk":
+        if tag in ("hunk", "fold", "fold-end"):
+            continue
+        if tag == "folded":  # carried in the HTML, hidden until its fold is opened
+            yield from (old, new) if paired else (old,)
             continue
         if body >= max_lines:
             return

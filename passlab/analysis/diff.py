@@ -81,7 +81,10 @@ class FunctionDiff(Displayable):
     def _groups(self) -> tuple[tuple[tuple[str, int, int, int, int], ...], ...]:
         if self.status == "unchanged":
             return ()
-        matcher = difflib.SequenceMatcher(None, self._before_lines, self._after_lines)
+        # autojunk off: TIR repeats lines (T.reads, loop heads) past difflib's 1% "popular"
+        # cut on long kernels, which would leave equal lines unmatched
+        matcher = difflib.SequenceMatcher(None, self._before_lines, self._after_lines,
+                                          autojunk=False)
         return tuple(tuple(g) for g in matcher.get_grouped_opcodes(self.context))
 
     @cached_property

@@ -43,7 +43,7 @@ def test_pane_after_fusetir_links_every_kernel_node_to_its_ops(trace):
     pane = PaneRenderer(trace).pane("provenance", fuse.index)
     assert pane.count("<svg") == 2
     assert 'class="passlab-prov-side passlab-prov-input"' in pane
-    assert f"Fused graph after #{fuse.index} FuseTIR" in pane
+    assert "Fused graph after #6 FuseTIR" in pane  # its pipeline position, as every pane
     kernels = [t for t in _tags(pane, "data-kernel") if t.get("class", "").startswith("node")]
     fused = passlab.fused_graph(fuse)
     calls = [n for n in fused.nodes if n.kind not in ("input", "output", "weight", "constant")]
@@ -67,8 +67,8 @@ def test_a_pass_before_fusion_shows_the_graph_after_fusetir(trace):
     fuse = trace.find("FuseTIR")
     early = trace.find("LegalizeOps")
     assert fused_step(trace, early) == (
-        fuse, f"#{early.index} LegalizeOps runs before fusion: the fused graph is the one "
-              f"after #{fuse.index} FuseTIR")
+        fuse, "#2 LegalizeOps runs before fusion: the fused graph is the one "
+              "after #6 FuseTIR")  # pipeline positions, as every pane numbers passes
     panes = PaneRenderer(trace)
     pane = panes.pane("provenance", early.index)
     assert "runs before fusion" in pane
@@ -94,8 +94,7 @@ def test_kernels_are_those_of_the_step_drawn():
         if kernel != "reshape":
             assert ops == prov.ops_of(kernel)
     assert view.to_text().splitlines()[0] == (
-        f"input graph of forward (70 operator calls) -> fused graph after "
-        f"#{view.step.index} FuseTIR")
+        "input graph of forward (70 operator calls) -> fused graph after #6 FuseTIR")
 
 
 def _hostile_trace():
@@ -152,3 +151,54 @@ def test_explorer_registers_the_pane_and_renders_it(trace):
     assert 'class="passlab-prov"' in ex.provenance_html
     assert "PANES.provenance = provenancePane;" in Explorer._esm
     assert ".plx-pane-provenance" in Explorer._css
+
+
+def _named_cnn_with_weights_as_inputs():
+    """tests/test_importers.py's CNN as torch.onnx.export writes it: weights as graph
+    inputs, nodes named by module path."""
+    from test_importers import onnx_cnn, weights_as_inputs
+
+    model = weights_as_inputs(onnx_cnn())
+    for node, name in zip(model.graph.node, CNN_NAMES):
+        node.name = name
+    return model
+
+
+CNN_NAMES = ("/features/conv1/Conv", "/features/bn1/BatchNormalization", "/features/relu1/Relu",
+             "/features/pool/MaxPool", "/features/conv2/Conv", "/features/relu2/Relu",
+             "/head/gap/GlobalAveragePool", "/head/flatten/Flatten", "/head/fc/Gemm")
+
+
+@pytest.fixture(scope="module")
+def cnn_trace():
+    pytest.importorskip("onnx")
+    return passlab.build(passlab.load(_named_cnn_with_weights_as_inputs(),
+                                      input=(1, 3, 32, 32))).trace
+
+
+@_NEEDS_DOT
+def test_the_op_table_comes_first_searchable_with_the_source_names(cnn_trace):
+    view = provenance_view(cnn_trace)
+    header, rows = view.table()
+    assert header == ["op", "source", "operator", "kernels", "fate", "note"]
+    # every ONNX node name is in the source column, in program order, beside its ops
+    assert len(rows) == 15 and list(dict.fromkeys(r[1] for r in rows)) == list(CNN_NAMES)
+    assert [r[:4] for r in rows[:4]] == [
+        ["lv", "/features/conv1/Conv", "nn.conv2d", "fused_conv2d_add"],
+        ["lv1", "/features/conv1/Conv", "reshape", "vm.builtin.reshape"],
+        ["lv2", "/features/conv1/Conv", "add", "fused_conv2d_add"],
+        ["lv3", "/features/bn1/BatchNormalization", "nn.batch_norm", "fused_batch_norm_relu"]]
+    page = view.to_html()
+    # the table, its search box first, before the pictures
+    table = page.index('<div class="passlab-prov-table"><input type="search" '
+                       'class="passlab-prov-search"')
+    assert table < page.index('<div class="passlab-prov-graphs">')
+    assert '<th>op</th><th>source</th><th>operator</th>' in page
+    search = [t["data-search"] for t in _tags(page, "data-search")]
+    assert search[0] == "lv nn.conv2d fused_conv2d_add /features/conv1/conv"
+    # the hover labels (SVG titles) name the source nodes: of an op in the input graph,
+    # and of every op a fused kernel holds
+    assert "<title>lv&#10;from /features/conv1/Conv</title>" in page
+    assert ("<title>lv1_1&#10;from /features/bn1/BatchNormalization, /features/relu1/Relu"
+            "</title>") in page
+    assert page.count("&#10;from ") == 19  # 12 operators and 7 kernels

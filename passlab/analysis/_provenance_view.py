@@ -29,6 +29,7 @@ from passlab import _render, _tvm
 from passlab._render import esc
 from passlab.analysis.graph import TERMINALS, FusedGraph, fused_graph
 from passlab.analysis.provenance import Provenance, input_module, provenance
+from passlab.recording import numbering
 
 __all__ = ["ProvenanceView", "provenance_view", "fused_step", "CSS"]
 
@@ -91,17 +92,25 @@ class ProvenanceView(_render.Displayable):
                 if kernel not in kernels.setdefault(op, []):
                     kernels[op].append(kernel)
         return {n.id: {"data-op": n.id, "data-kernels": json.dumps(kernels.get(n.id, [])),
-                       "data-fate": ops[n.id].fate}
+                       "data-fate": ops[n.id].fate,
+                       **({"data-source": ", ".join(ops[n.id].source)} if ops[n.id].source
+                          else {})}
                 for n in self.input_graph.nodes if n.id in ops}
 
     def _fused_attrs(self) -> dict[str, dict[str, str]]:
-        return {nid: {"data-kernel": kernel, "data-ops": json.dumps(list(ops)),
-                      "data-node": nid} for nid, (kernel, ops) in self.links().items()}
+        out = {}
+        for nid, (kernel, ops) in self.links().items():
+            src = list(dict.fromkeys(x for op in ops for x in self.provenance[op].source))
+            out[nid] = {"data-kernel": kernel, "data-ops": json.dumps(list(ops)),
+                        "data-node": nid,
+                        **({"data-source": ", ".join(src[:6]) + (" ..." if len(src) > 6 else "")}
+                           if src else {})}
+        return out
 
     def to_text(self) -> str:
         s = self.step
         lines = [f"input graph of {self.input_graph.function} ({len(self.provenance)} "
-                 f"operator calls) -> fused graph after #{s.index} {s.label}"]
+                 f"operator calls) -> fused graph after {numbering.ref(s)}"]
         if self.note:
             lines.append(f"note: {self.note}")
         lines += [f"  {nid} = {kernel}: {', '.join(ops) or '-'}"
@@ -117,7 +126,7 @@ class ProvenanceView(_render.Displayable):
             ("passlab-prov-input", f"Input: {self.input_graph.function} before the first "
              f"pass, {len(self.provenance)} operator calls", self.input_graph, "pi",
              self._input_attrs()),
-            ("passlab-prov-fused", f"Fused graph after #{s.index} {s.label}, "
+            ("passlab-prov-fused", f"Fused graph after {numbering.ref(s)}, "
              f"{len(self.provenance.kernels)} kernels hold the input's operators",
              self.fused_graph, "pf", self._fused_attrs()),
         ]
@@ -132,15 +141,32 @@ class ProvenanceView(_render.Displayable):
         note = f'<div class="passlab-note">{esc(self.note)}</div>' if self.note else ""
         hint = ('<div class="passlab-note">Hover an operator to see the kernels it ended in, '
                 "a kernel to see the operators it holds.</div>")
+        # the op table first, searchable (a page's script filters its rows by
+        # data-search), the source model's node names beside each op; the graphs below
         rows = [{"data-op": o.op, "data-kernels": json.dumps(list(o.kernels)),
-                 "data-fate": o.fate} for o in self.provenance]
+                 "data-fate": o.fate,
+                 "data-search": " ".join((o.op, o.operator, *o.kernels, *o.source)).lower()}
+                for o in self.provenance]
+        header, body = self.table()
         table = _render.html_table(
-            ["op", "operator", "kernels", "fate", "note"], self.provenance._rows(),
-            classes=[o.fate for o in self.provenance], attrs=rows,
+            header, body, classes=[o.fate for o in self.provenance], attrs=rows,
             caption=self.provenance.to_text().split("\n", 1)[0])
-        return (f'<style>{CSS}</style><div class="passlab-prov" data-step="{s.index}">'
-                f'{note}{hint}<div class="passlab-prov-graphs">{cols}</div>'
-                f'<div class="passlab-prov-table">{table}</div></div>')
+        search = ('<input type="search" class="passlab-prov-search" aria-label="filter the '
+                  'operator calls" placeholder="filter: op, kernel or source name '
+                  '(/layer1/...)">')
+        return (f'<style>{CSS}</style><div class="passlab-prov" data-step="{esc(str(s.index))}">'
+                f'{note}<div class="passlab-prov-table">{search}{table}</div>{hint}'
+                f'<div class="passlab-prov-graphs">{cols}</div></div>')
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The op table's header and rows: op, then ``source`` (the ONNX node or PyTorch
+        module path each came from, when the input carries them), then what became of it."""
+        header, rows = self.provenance._columns(), self.provenance._rows()
+        if "source" not in header:
+            return header, rows
+        k = header.index("source")
+        order = [0, k] + [i for i in range(1, len(header)) if i != k]
+        return [header[i] for i in order], [[r[i] for i in order] for r in rows]
 
 
 def _replay(events: list[str]) -> str | None:
@@ -191,8 +217,11 @@ def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]]) ->
             def link(m: re.Match) -> str:
                 extra = by_title.get(html.unescape(m.group(3)))
                 cls = "node" + m.group(2) + (" passlab-prov-linked" if extra else "")
+                # the hover label names the source model's nodes (ONNX, PyTorch)
+                src = (extra or {}).get("data-source")
+                tip = f"{m.group(3)}&#10;from {esc(src)}" if src else m.group(3)
                 return (f'<g id="{m.group(1)}" class="{cls}"{_attr_text(extra or {})}>'
-                        f"<title>{m.group(3)}</title>")
+                        f"<title>{tip}</title>")
 
             return re.sub(r'<g id="(' + prefix + r'-node\d+)" class="node([^"]*)">\s*'
                           r"<title>(.*?)</title>", link, svg, flags=re.DOTALL)
@@ -225,15 +254,15 @@ def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
     if step is None:
         return fallback, ""
     if fuse is not None and step.index < fuse.index:
-        return fuse, (f"#{step.index} {step.label} runs before fusion: the fused graph is the "
-                      f"one after #{fuse.index} {fuse.label}")
+        return fuse, (f"{numbering.ref(step)} runs before fusion: the fused graph is the "
+                      f"one after {numbering.ref(fuse)}")
     if any(s is step for s in steps) and drawable(step):
         return step, ""
     back = [next((s for s in reversed(steps) if s.index <= step.index and drawable(s)),
                  fallback)]
-    return back[-1], (f"#{step.index} {step.label} has no Relax module of its own to draw "
+    return back[-1], (f"{numbering.ref(step)} has no Relax module of its own to draw "
                       f"(failed, inner or TIR stage): the fused graph is the one after "
-                      f"#{back[-1].index} {back[-1].label}")
+                      f"{numbering.ref(back[-1])}")
 
 
 def provenance_view(trace: Any, step: Any = None, prov: Provenance | None = None

@@ -364,3 +364,13 @@
     if (history.replaceState) history.replaceState(null, "", location.pathname + location.search);
   }
 })();
+  // the op table's search: rows whose ops, kernels or source names hold every word
+  document.addEventListener("input", (ev) => {
+    const box = ev.target;
+    if (!box.classList || !box.classList.contains("passlab-prov-search")) return;
+    const words = box.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const root = box.closest(".passlab-prov-table") || document;
+    for (const tr of root.querySelectorAll("tr[data-search]")) {
+      tr.hidden = !words.every((w) => tr.dataset.search.includes(w));
+    }
+  });

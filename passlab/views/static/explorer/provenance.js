@@ -59,12 +59,37 @@ function provenancePane(ctx, pane) {
     show(pinned || el);
   });
 
+  // the op table's search: rows whose ops, kernels or source names hold every word
+  body.addEventListener("input", (ev) => {
+    if (!ev.target.classList || !ev.target.classList.contains("passlab-prov-search")) return;
+    const words = ev.target.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    let n = 0;
+    for (const tr of body.querySelectorAll(".passlab-prov-table tr[data-search]")) {
+      const hit = words.every((w) => tr.dataset.search.includes(w));
+      tr.hidden = !hit;
+      n += hit ? 1 : 0;
+    }
+    ev.target.dataset.shown = String(n);
+  });
+
+  // each picture in a pan/zoom viewport, as the fused-graph pane's (opened fitted to the
+  // width at a readable scale; drag to pan, wheel to zoom)
+  let zooms = [];
   const render = () => {
     pinned = shown = null;
+    for (const z of zooms) z.cleanup();
+    zooms = [];
     body.innerHTML = model.get("provenance_html");  // escaped by passlab
+    for (const box of body.querySelectorAll(".passlab-prov-box")) {
+      const svg = box.querySelector("svg");
+      if (!svg) continue;
+      box.classList.add("plx-prov-zoom");
+      zooms.push(panZoom(box, svg, null, () => {}, () => {}));
+    }
   };
   render();
   on("change:provenance_html", render);
-  return {};
+  ctx.onCleanup(() => { for (const z of zooms) z.cleanup(); });
+  return { onShow: () => { for (const z of zooms) z.place(); } };
 }
 PANES.provenance = provenancePane;

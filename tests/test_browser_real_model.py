@@ -1,0 +1,63 @@
+"""The graph and provenance panes on a model nobody here wrote the views for (issue 23
+items 5 and 6): the ONNX CNN of tests/test_importers.py as torch.onnx.export writes it
+(weights as graph inputs, nodes named by module path), loaded from a file in
+JupyterLab, in the light and the dark theme at 1400 and 800 px. Takes
+docs/screenshots/real-graph-{light,dark}-{1400,800}.png and real-provenance-*.png.
+"""
+
+from __future__ import annotations
+
+from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
+
+pytestmark = marks()
+
+_NB = [
+    "import passlab\n\nbuild = passlab.build(passlab.load('cnn.onnx', input=(1, 3, 32, 32)))",
+    "ex = passlab.Explorer(build, tab='graph', selected=build.trace.find('FuseOps').index)\n"
+    "ex.graph_overlay = 'flops'\nex",
+]
+
+
+def _shots(page, lab, theme: str, width: int, expect) -> None:
+    open_notebook(page, lab, "real.ipynb", expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    graph = widget.locator(".plx-pane-graph")
+    expect(graph.locator("svg g.node")).to_have_count(9)  # no weight node: num_input
+    # FLOPs on viridis, both ends labelled; "removed (6)" closed on one line
+    expect(graph.locator(".plx-legend-min")).to_have_text("330")
+    expect(graph.locator(".plx-legend-max")).to_have_text("598 K")
+    removed = graph.locator("details.plx-removed")
+    expect(removed.locator("summary")).to_have_text("removed (6)")
+    assert removed.get_attribute("open") is None
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(SHOTS / f"real-graph-{theme}-{width}.png"))
+    widget.locator(".plx-tab[data-tab=provenance]").click()
+    prov = widget.locator(".plx-pane-provenance .passlab-prov")
+    expect(prov.locator(".passlab-prov-table tr[data-search]")).to_have_count(15)
+    expect(prov.locator(".passlab-prov-table th").nth(1)).to_have_text("source")
+    expect(prov.locator(".passlab-prov-table tr[data-op=lv] td").nth(1)).to_have_text(
+        "/features/conv1/Conv")
+    # the search keeps the rows of one ONNX node (its conv, bias reshape and add)
+    prov.locator(".passlab-prov-search").fill("conv2/conv")
+    expect(prov.locator(".passlab-prov-table tr[data-search]:visible")).to_have_count(3)
+    prov.locator(".passlab-prov-search").fill("")
+    # the pictures sit in pan/zoom viewports, at a readable scale
+    expect(prov.locator(".plx-prov-zoom svg")).to_have_count(2)
+    widget.screenshot(path=str(SHOTS / f"real-provenance-{theme}-{width}.png"))
+    assert page.errors == []
+
+
+def test_graph_and_provenance_on_an_onnx_export_with_weights_as_inputs(tmp_path, expect):
+    from test_browser_theme import _settings_dark
+    from test_explorer_provenance import _named_cnn_with_weights_as_inputs
+
+    path = write_notebook(tmp_path / "real.ipynb", _NB)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with jupyter_lab(tmp_path, [path]) as lab:
+        (lab.root / "cnn.onnx").write_bytes(_named_cnn_with_weights_as_inputs().SerializeToString())
+        for theme in ("light", "dark"):
+            if theme == "dark":
+                _settings_dark(tmp_path)
+            for width in (1400, 800):
+                with chromium(tmp_path / f"profile-{theme}-{width}", width=width) as page:
+                    _shots(page, lab, theme, width, expect)

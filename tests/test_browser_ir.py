@@ -1,6 +1,7 @@
 """The Explorer's IR reading aids in a real browser: the search in a step's IR (count,
 next/previous across highlighted token spans), the function list, and the links from a
-Relax binding and a buffer row to the graph. Takes docs/screenshots/explorer-ir-search.png.
+Relax binding and a buffer row to the graph; unchanged regions folded with a count that
+opens them. Takes docs/screenshots/explorer-ir-search.png and explorer-diff-folds(-dark).png.
 
 Same machinery as tests/test_browser.py (JupyterLab on 127.0.0.1, Debian's Chromium
 driven by Playwright); skipped, with the reason, when either is missing.
@@ -43,6 +44,7 @@ def test_ir_search_function_list_and_links(tmp_path, expect):
         widget = page.locator(".jp-OutputArea-output .plx")
         pane = widget.locator(".plx-pane-diff")
         expect(pane).to_contain_text("FuseOps: ")
+        _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds.png")
 
         # search: every match marked (across token spans), the first one current
         box = pane.locator(".plx-ir-search")
@@ -111,3 +113,39 @@ def test_ir_search_function_list_and_links(tmp_path, expect):
         expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
         focus_in_kernel("['fused_matmul_add_relu', 'fused_matmul1_add1']")
         assert page.errors == []
+
+        # the same folds in JupyterLab Dark
+        from test_browser_theme import _settings_dark
+
+        _settings_dark(tmp_path)
+        open_notebook(page, lab, path.name, expect)
+        expect(page.locator('body[data-jp-theme-light="false"]')).to_have_count(1)
+        widget = page.locator(".jp-OutputArea-output .plx")
+        pane = widget.locator(".plx-pane-diff")
+        expect(pane).to_contain_text("FuseOps: ")
+        _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds-dark.png")
+        assert page.errors == []
+
+
+def _folds_open_and_close(page, widget, pane, expect, shot: str) -> None:
+    """The entry's unchanged head (decorator, signature, func_attr) is one fold with its
+    count; the count reads at 4.5:1 or more; a click opens the lines and another closes
+    them. Screenshot ``shot`` of the folded diff."""
+    from test_browser_theme import _low
+
+    fold = pane.locator('details[data-fn="forward"] tr.pl-fold-head')
+    folded = pane.locator('details[data-fn="forward"] tr.pl-folded')
+    expect(fold).to_have_count(1)
+    expect(fold).to_have_text("\u22ef 3 unchanged lines")
+    expect(folded).to_have_count(3)
+    for k in range(3):
+        expect(folded.nth(k)).to_be_hidden()
+    assert _low(page, [("fold count", ".plx-pane-diff tr.pl-fold-head label")], "folds") == []
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(SHOTS / shot))
+    fold.locator("label").click()
+    expect(folded.nth(1)).to_be_visible()
+    expect(folded.nth(1)).to_contain_text("def forward(x: R.Tensor((4, 16)")
+    fold.locator("label").click()
+    expect(folded.nth(1)).to_be_hidden()

@@ -147,10 +147,18 @@ def test_pass_list_has_every_main_chain_pass(mlp_report):
 def test_changed_passes_have_diffs_and_unchanged_ones_say_no_change(mlp_report):
     trace, text, page = mlp_report
     changed = [s for s in trace if s.kind == "pass" and s.changed]
-    assert {f"pl-diff-{s.index}" for s in changed} == {k for k in page.blocks if "diff" in k}
+    # one block per layout (the page's side by side / unified toggle)
+    assert ({f"pl-{kind}-{s.index}" for s in changed for kind in ("diff", "udiff")}
+            == {k for k in page.blocks if "diff" in k})
     fuse = trace.find("FuseOps")
     diff_html = page.blocks[f"pl-diff-{fuse.index}"]
     assert "<b>FuseOps</b>" in diff_html and "fused_matmul_add_relu" in diff_html
+    unified = page.blocks[f"pl-udiff-{fuse.index}"]
+    assert 'class="pl-t pl-unified"' in unified and 'class="pl-t pl-sbs"' not in unified
+    assert 'class="pl-t pl-sbs"' in diff_html
+    # both open on the change: the decorator, signature and func_attr fold
+    for block in (diff_html, unified):
+        assert block.count('aria-label="show 3 unchanged lines">') == 1
     row = next(r for r in page.rows if r["data-name"] == "FoldConstant")
     assert row["data-changed"] == "0" and row["data-diff"] == "0" and "same" in row["class"]
     assert re.search(r'<tr id="step-9" [^>]*>.*?<td>no change</td>', text)

@@ -426,9 +426,13 @@ def _diff_blocks(trace: Trace, max_functions: int | None, last: int | None = Non
                 raise d
             markup = d.to_html(max_functions=max_functions, highlight=False,
                                max_total_lines=max_lines)
+            unified = d.to_html("unified", max_functions=max_functions, highlight=False,
+                                max_total_lines=max_lines)
         except Exception as exc:
-            markup = error_panel(exc, f"the diff of {s.label}", style=False)
-        out[s.index] = _embed.data_block(f"pl-diff-{s.index}", markup)
+            markup = unified = error_panel(exc, f"the diff of {s.label}", style=False)
+        # one block per layout: the page's toggle swaps them (both gzip to a few KiB)
+        out[s.index] = (_embed.data_block(f"pl-diff-{s.index}", markup)
+                        + _embed.data_block(f"pl-udiff-{s.index}", unified))
     return out
 
 

@@ -177,20 +177,69 @@
       detail.appendChild(plain(why));
       return;
     }
+    detail.appendChild(modeBar(() => { if (mine === token) showDiff(d, mine); }));
     const slot = plain("loading the diff\u2026");
+    slot.dataset.diffSlot = "1";
     detail.appendChild(slot);
+    await showDiff(d, mine);
+  }
+
+  // the diff of the selected pass in the chosen layout (one data block per layout),
+  // scrolled to its first changed line
+  let diffMode = "side-by-side";
+  function modeBar(onChange) {
+    const bar = document.createElement("div");
+    bar.className = "pl-diff-modes";
+    bar.setAttribute("role", "group");
+    bar.setAttribute("aria-label", "diff layout");
+    for (const [mode, label] of [["side-by-side", "side by side"], ["unified", "unified"]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.dataset.mode = mode;
+      b.setAttribute("aria-pressed", String(mode === diffMode));
+      b.addEventListener("click", () => {
+        if (diffMode === mode) return;
+        diffMode = mode;
+        for (const o of bar.children) o.setAttribute("aria-pressed", String(o.dataset.mode === mode));
+        onChange();
+      });
+      bar.appendChild(b);
+    }
+    return bar;
+  }
+
+  async function showDiff(d, mine) {
+    const slot = detail.querySelector("[data-diff-slot]");
+    if (!slot) return;
     try {
-      const html = await block("pl-diff-" + d.i);
-      if (mine !== token) return;
+      const html = await block((diffMode === "unified" ? "pl-udiff-" : "pl-diff-") + d.i);
+      if (mine !== token || html === null) return;
       const box = document.createElement("div");
       box.className = "pl-diff-box";
+      box.dataset.diffSlot = "1";
       box.innerHTML = html;
       highlightCode(box);
       slot.replaceWith(box);
+      openAtChange(box);
     } catch (err) {
-      if (mine === token) slot.replaceWith(plain("could not show the diff: " + err.message,
-        "passlab-error"));
+      if (mine === token) {
+        const msg = plain("could not show the diff: " + err.message, "passlab-error");
+        msg.dataset.diffSlot = "1";
+        slot.replaceWith(msg);
+      }
     }
+  }
+
+  // the box scrolls itself: bring its first changed line near its top, with a few lines
+  // of context above, unless it is already on the box's first screen
+  function openAtChange(box) {
+    const first = box.querySelector("tr.pl-del, tr.pl-add, tr.pl-move, td.pl-del, td.pl-add, td.pl-move");
+    if (!first) return;
+    const row = first.closest("tr");
+    const top = row.getBoundingClientRect().top - box.getBoundingClientRect().top;
+    if (top + row.offsetHeight <= box.clientHeight) return;
+    box.scrollTop = Math.max(0, top - 4 * row.offsetHeight);
   }
 
   function select(row, opts) {

@@ -49,11 +49,16 @@ function clearMarks(root) {
 }
 
 // scroll `el` into view in the pane (not the notebook around it), opening the folded
-// functions it sits in
+// functions, unchanged regions and elided parameters it sits in
 // (to `offset` pixels below the pane's top; with `keep`, not at all when `el` is already
 // in view between `keep` pixels from the top and the bottom)
 function reveal(pane, el, offset, keep = -1) {
   for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+  const fold = el.closest("tbody.pl-fold");
+  const foldBox = fold && fold.querySelector("input.pl-fold-open");
+  if (foldBox && el.closest("tr.pl-folded")) foldBox.checked = true;
+  const more = el.closest(".pl-rest") && el.closest("td").querySelector("input.pl-more-open");
+  if (more) more.checked = true;
   const top = el.getBoundingClientRect().top - pane.getBoundingClientRect().top;
   if (keep >= 0 && top >= keep && top + el.offsetHeight <= pane.clientHeight) return;
   pane.scrollTop += top - offset;
@@ -81,6 +86,7 @@ function irTools(ctx, pane, body, name) {
   let cur = -1;
   let capped = false;
   let pendingJump = null;  // a function not printed yet: jump to it once "show all" lands
+  let opened = "";  // the step (or compare pair) the pane last opened at its first change
   let sendTimer = null, findTimer = null;
 
   const truncated = () => Boolean(body.querySelector(".plx-show-all"));
@@ -190,6 +196,20 @@ function irTools(ctx, pane, body, name) {
     }
   };
 
+  // a new step opens at its first changed line (a few lines of context above it), unless
+  // that line is on the first screen already; a new layout or "show all" keeps the place
+  const openAtChange = () => {
+    const key = where().split(":").slice(0, 3).join(":");
+    if (key === opened) return;
+    opened = key;
+    pane.scrollTop = 0;
+    const first = body.querySelector(
+      "tr.pl-del, tr.pl-add, tr.pl-move, td.pl-del, td.pl-add, td.pl-move");
+    if (!first) return;
+    const row = first.closest("tr");
+    reveal(pane, row, bar.offsetHeight + 4 * row.offsetHeight, bar.offsetHeight);
+  };
+
   // typing: find in what is printed now; ask Python about what is not printed
   const ask = () => {
     clearTimeout(sendTimer);
@@ -228,6 +248,7 @@ function irTools(ctx, pane, body, name) {
       bar.style.display = body.querySelector(".passlab-diff") ? "" : "none";
       find(false);
       ask();
+      if (!pendingJump && !input.value) openAtChange();
       if (pendingJump) {
         const el = target(pendingJump);
         if (el) { pendingJump = null; el.open = true; reveal(pane, el, bar.offsetHeight + 2); }

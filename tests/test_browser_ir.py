@@ -149,3 +149,35 @@ def _folds_open_and_close(page, widget, pane, expect, shot: str) -> None:
     expect(folded.nth(1)).to_contain_text("def forward(x: R.Tensor((4, 16)")
     fold.locator("label").click()
     expect(folded.nth(1)).to_be_hidden()
+
+
+def test_report_diff_layout_toggle_and_folds(tmp_path, expect):
+    from pathlib import Path
+
+    import passlab
+
+    trace = passlab.build(passlab.models.mlp()).trace
+    report = trace.write_report(tmp_path / "report.html")
+    with chromium(tmp_path / "profile") as page:
+        page.goto(Path(report).resolve().as_uri())
+        page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
+        box = page.locator("#pl-detail .pl-diff-box")
+        expect(box.locator("table.pl-sbs")).to_have_count(3)
+        modes = page.locator("#pl-detail .pl-diff-modes button")
+        expect(modes).to_have_text(["side by side", "unified"])
+        expect(modes.nth(0)).to_have_attribute("aria-pressed", "true")
+        fold = box.locator('details[data-fn="forward"] tr.pl-fold-head')
+        expect(fold).to_have_text("\u22ef 3 unchanged lines")
+        modes.nth(1).click()
+        expect(box.locator("table.pl-unified")).to_have_count(3)
+        expect(box.locator("table.pl-sbs")).to_have_count(0)
+        expect(modes.nth(1)).to_have_attribute("aria-pressed", "true")
+        folded = box.locator('details[data-fn="forward"] tr.pl-folded')
+        expect(folded.nth(0)).to_be_hidden()
+        fold.locator("label").click()
+        expect(folded.nth(0)).to_be_visible()
+        # the layout stays chosen for the next pass shown
+        page.keyboard.press("k")
+        expect(page.locator("#pl-detail .pl-diff-modes button").nth(1)).to_have_attribute(
+            "aria-pressed", "true")
+        assert page.errors == []

@@ -2,7 +2,8 @@
 items 5 and 6): the ONNX CNN of tests/test_importers.py as torch.onnx.export writes it
 (weights as graph inputs, nodes named by module path), loaded from a file in
 JupyterLab, in the light and the dark theme at 1400 and 800 px. Takes
-docs/screenshots/real-graph-{light,dark}-{1400,800}.png and real-provenance-*.png.
+docs/screenshots/real-graph-{light,dark}-{1400,800}.png, real-kernel-*.png (the kernel
+panel maximised) and real-provenance-*.png.
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ def _shots(page, lab, theme: str, width: int, expect) -> None:
     assert removed.get_attribute("open") is None
     widget.scroll_into_view_if_needed()
     widget.screenshot(path=str(SHOTS / f"real-graph-{theme}-{width}.png"))
+    # the kernel panel: the compute function first (not the packed-API wrapper), and it
+    # can take the whole pane
+    graph.locator("svg g.node", has=page.locator("title", has_text="lv")).first.click()
+    code = graph.locator(".plx-code-text")
+    expect(code).to_contain_text("@fused_conv2d_add_compute_(")
+    first = code.inner_text().splitlines()[0]
+    assert first.startswith("define internal fastcc ") and "@fused_conv2d_add_compute_(" in first
+    graph.locator(".plx-kernel-max-btn").click()
+    expect(graph.locator(".plx-graph-box")).to_be_hidden()
+    expect(graph.locator(".plx-kernel-max-btn")).to_have_text("restore")
+    widget.screenshot(path=str(SHOTS / f"real-kernel-{theme}-{width}.png"))
+    graph.locator(".plx-kernel-max-btn").click()
+    expect(graph.locator(".plx-graph-box")).to_be_visible()
     widget.locator(".plx-tab[data-tab=provenance]").click()
     prov = widget.locator(".plx-pane-provenance .passlab-prov")
     expect(prov.locator(".passlab-prov-table tr[data-search]")).to_have_count(15)

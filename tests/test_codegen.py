@@ -42,13 +42,15 @@ def test_llvm_codegen_step_holds_llvm_ir_and_assembly_per_kernel(cpu):
     assert cpu.source().startswith("; ModuleID = 'TVMMod'")
     assert "\t.text" in cpu.source("asm")
     ir = cpu.source("llvm", kernel="fused_matmul_add_relu")
+    # what the kernel computes first, the wrapper that unpacks the arguments last
     assert re.findall(r"^define .*@(\w+)\(", ir, re.M) == [
-        "__tvm_ffi_fused_matmul_add_relu", "fused_matmul_add_relu_compute_"]
+        "fused_matmul_add_relu_compute_", "__tvm_ffi_fused_matmul_add_relu"]
     asm = cpu.source("asm", kernel="fused_matmul_add_relu")
-    assert asm.splitlines()[0] == "__tvm_ffi_fused_matmul_add_relu:"
+    assert asm.splitlines()[0] == "fused_matmul_add_relu_compute_:"
     assert sorted(code.per_kernel("asm")) == sorted(KERNELS)
     both = code.kernel("transpose")
-    assert both.startswith("// llvm\ndefine ") and "\n// asm\n__tvm_ffi_transpose:" in both
+    assert both.startswith("// llvm\ndefine internal fastcc void @transpose_compute_(")
+    assert "\n// asm\ntranspose_compute_:" in both
     assert "transpose1" not in both  # transpose1 is another kernel
     with pytest.raises(passlab.UnknownNameError, match="unknown source kind 'cuda'"):
         cpu.source("cuda")
@@ -202,7 +204,7 @@ def test_explorer_shows_a_kernels_generated_code_beside_its_tir(cuda):
     ex = Explorer(cuda.trace, tab="graph", selected=step.index)
     node = next(n for n in ex._panes.graph(step.index).nodes if n.label == "fused_matmul_add_relu")
     ex.node = node.id
-    assert ex.kernel_title == f"TIR of fused_matmul_add_relu (after #{step.index} FuseTIR)"
+    assert ex.kernel_title == "TIR of fused_matmul_add_relu (after #6 FuseTIR)"  # its pipeline position
     assert ex.code_title == "cuda generated for fused_matmul_add_relu (codegen step)"
     assert ex.code_text == cuda.source("cuda", kernel="fused_matmul_add_relu")
     ex.node = "x"  # an input tensor: no kernel, no code

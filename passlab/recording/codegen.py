@@ -134,8 +134,12 @@ class GeneratedCode(_render.Displayable):
         kinds = [kind] if kind is not None else list(self.kinds)
         parts = []
         for k in kinds:
-            found = [text for sym, text in self.functions(k).items()
-                     if _codegen.kernel_of(sym, self.kernels) == name]
+            # what the kernel computes first (``..._compute_``, a GPU target's device
+            # kernels), the packed wrapper that unpacks the arguments last
+            found = [text for sym, text in sorted(
+                ((sym, text) for sym, text in self.functions(k).items()
+                 if _codegen.kernel_of(sym, self.kernels) == name),
+                key=lambda st: _wrapper_last(st[0], name))]
             if found and kind is not None:
                 return "\n\n".join(found)
             if found:
@@ -357,3 +361,12 @@ def targets() -> TargetSupport:
                                           f"no: no {kind} runtime or device")
         rows.append((kind, module, status, runs))
     return TargetSupport(tuple(rows))
+
+
+def _wrapper_last(symbol: str, kernel: str) -> int:
+    """Sort key of a kernel's generated functions: 0 for its compute function, 1 for
+    the others (device kernels), 2 for the packed-API wrapper (``kernel`` itself, or
+    ``__tvm_ffi_kernel``)."""
+    if symbol.endswith("_compute_"):
+        return 0
+    return 2 if symbol.removeprefix("__tvm_ffi_") == kernel else 1

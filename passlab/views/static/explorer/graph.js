@@ -112,7 +112,13 @@ function panZoom(view, svg, state, onClickNode, onChange) {
     fit: () => fit("all"),
     place,
     centreOn,
-    centreOnEl: (el) => centreOn(...centreOf(el)),
+    // a focus (a buffer row, a provenance kernel) is shown at a readable scale at least:
+    // centring on it never leaves the graph zoomed far out
+    centreOnEl: (el) => {
+      const [sx, sy] = centreOf(el);
+      if (k < READABLE) k = READABLE;
+      centreOn(sx, sy);
+    },
     panBy: (dx, dy) => { x += dx; y += dy; apply(); },
     get: () => ({ k, x, y }),
     cleanup: () => {
@@ -234,10 +240,39 @@ function graphPane(ctx, pane) {
   const codeTitle = h("div", { class: "plx-code-title" });
   const codeText = h("div", { class: "plx-code-text" });
   const codeCol = h("div", { class: "plx-kernel-col plx-code" }, codeTitle, codeText);
-  const kernel = h("div", { class: "plx-kernel" }, kernelLinks,
+  // the kernel panel: maximise it over the graph (the button, or Escape to restore), or
+  // drag the bar above it to share the pane's height with the graph
+  const maxButton = h("button", { class: "plx-zoom plx-kernel-max-btn", type: "button",
+    text: "maximise", title: "show the kernel panel over the whole pane", "aria-pressed": "false" });
+  const split = h("div", { class: "plx-kernel-split", role: "separator", "aria-orientation": "horizontal",
+    title: "drag to resize the kernel panel" });
+  const kernelBar = h("div", { class: "plx-kernel-bar" }, maxButton);
+  const kernel = h("div", { class: "plx-kernel" }, split, kernelBar, kernelLinks,
     h("div", { class: "plx-kernel-cols" },
       h("div", { class: "plx-kernel-col" }, kernelTitle, kernelText), codeCol));
   pane.append(graphTools, graphHead, graphBox, kernel);
+  const setMax = (on) => {
+    pane.classList.toggle("plx-kernel-maxed", on);
+    maxButton.textContent = on ? "restore" : "maximise";
+    maxButton.setAttribute("aria-pressed", on ? "true" : "false");
+    if (!on && pz) pz.place();
+  };
+  maxButton.addEventListener("click", () => setMax(!pane.classList.contains("plx-kernel-maxed")));
+  kernel.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && pane.classList.contains("plx-kernel-maxed")) { e.stopPropagation(); setMax(false); }
+  });
+  split.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    e.preventDefault();
+    const y0 = e.clientY, h0 = kernel.getBoundingClientRect().height;
+    const onMove = (ev) => {
+      const hgt = Math.max(160, Math.min(pane.clientHeight - 120, h0 - (ev.clientY - y0)));
+      kernel.style.flex = `0 0 ${hgt}px`;
+    };
+    const onUp = () => { window.removeEventListener("mousemove", onMove); window.removeEventListener("mouseup", onUp); };
+    window.addEventListener("mousemove", onMove);
+    window.addEventListener("mouseup", onUp);
+  });
 
   let pz = null, mini = null;
   let view = null;  // {k, x, y}: kept across renders (steps, parameter modes, overlays)

@@ -92,7 +92,7 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
         # compare two passes, and the pipeline
         widget.locator(".plx-tab[data-tab=compare]").click()
         widget.locator(".plx-compare-a").select_option(label="#7 LegalizeOps")
-        widget.locator(".plx-compare-b").select_option(label="#11 FuseTIR")
+        widget.locator(".plx-compare-b").select_option(label="#6 FuseTIR")
         expect(widget.locator(".plx-pane-compare")).to_contain_text(
             "From the input of #7 LegalizeOps to the output of #11 FuseTIR.")
         widget.locator(".plx-tab[data-tab=pipeline]").click()

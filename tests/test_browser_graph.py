@@ -57,7 +57,7 @@ def test_graph_keeps_zoom_and_kernel_across_steps(tmp_path, expect):
         widget = page.locator(".jp-OutputArea-output .plx").first
         view = widget.locator(".plx-graph-view")
         svg = view.locator("svg")
-        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #9 FoldConstant")
+        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #4 FoldConstant")
         expect(view.locator("g.node.plx-new")).to_have_count(2)
         page.wait_for_timeout(300)  # the first fit runs on the next frame
         assert view.evaluate(_INSIDE), view.evaluate(_DEBUG)  # small: opens whole
@@ -65,16 +65,16 @@ def test_graph_keeps_zoom_and_kernel_across_steps(tmp_path, expect):
         node = view.locator("g.node", has=page.locator("title", has_text=re.compile(r"^lv$")))
         node.click()
         expect(widget.locator(".plx-kernel-title")).to_have_text(
-            "Relax of fused_matmul_add_relu (after #10 FuseOps)")
+            "Relax of fused_matmul_add_relu (after #5 FuseOps)")
         widget.locator(".plx-zoom-in").click()
         widget.locator(".plx-zoom-in").click()
         zoom = svg.evaluate(_SCALE)
         widget.locator(".plx-row.selected").click()
         at = node.evaluate(_BOX)
         widget.locator(".plx-list").press("ArrowDown")
-        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #10 FuseOps")
+        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #5 FuseOps")
         expect(widget.locator(".plx-kernel-title")).to_have_text(
-            "TIR of fused_matmul_add_relu (after #11 FuseTIR)")
+            "TIR of fused_matmul_add_relu (after #6 FuseTIR)")
         expect(node).to_have_class(re.compile(r"\bplx-picked\b"))
         svg.evaluate(_SETTLE)
         # the picked kernel is the anchor: it stays where it was on screen
@@ -82,22 +82,22 @@ def test_graph_keeps_zoom_and_kernel_across_steps(tmp_path, expect):
         expect(view.locator("g.node.plx-rewritten")).to_have_count(2)
         assert svg.evaluate(_SCALE) == pytest.approx(zoom)
         links = widget.locator(".plx-kernel-links")
-        expect(links).to_contain_text("created by #10 FuseOps; rewritten by #11 FuseTIR")
+        expect(links).to_contain_text("created by #5 FuseOps; rewritten by #6 FuseTIR")
         expect(links.locator(".plx-kernel-buffers tr.writes")).to_contain_text("512 B")
-        # #22 RewriteDataflowReshape drops the op-pattern line from the kernels: they grow
+        # #7 RewriteDataflowReshape drops the op-pattern line from the kernels: they grow
         # shorter and glide to their new places around the picked one, which stays put
         at = node.evaluate(_BOX)
         widget.locator(".plx-list").press("ArrowDown")
-        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #11 FuseTIR")
-        expect(widget.locator(".plx-kernel-title")).to_contain_text("(after #22 ")
+        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #6 FuseTIR")
+        expect(widget.locator(".plx-kernel-title")).to_contain_text("(after #7 ")
         assert view.get_attribute("data-moved") == "3"
         svg.evaluate(_SETTLE)
         assert _centre(node.evaluate(_BOX)) == pytest.approx(_centre(at), abs=2)
-        # a pass that leaves the graph as it was (#23 ToNonDataflow): nothing moves at all
+        # a pass that leaves the graph as it was (#8 ToNonDataflow): nothing moves at all
         at = node.evaluate(_BOX)
         widget.locator(".plx-list").press("ArrowDown")
-        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #22 ")
-        expect(widget.locator(".plx-kernel-title")).to_contain_text("(after #23 ")
+        expect(widget.locator(".plx-graph-marks")).to_contain_text("Against #7 ")
+        expect(widget.locator(".plx-kernel-title")).to_contain_text("(after #8 ")
         assert view.get_attribute("data-moved") == "0"
         assert svg.evaluate("(svg) => svg.getAnimations({ subtree: true }).length") == 0
         assert node.evaluate(_BOX) == pytest.approx(at, abs=1)
@@ -125,7 +125,7 @@ def test_graph_keeps_zoom_and_kernel_across_steps(tmp_path, expect):
         expect(rn_view.locator("g.node").first).to_be_visible()
         rn.locator(".plx-row.selected").click()
         rn.locator(".plx-list").press("ArrowDown")
-        expect(rn.locator(".plx-graph-marks")).to_contain_text("Against #10 FuseOps")
+        expect(rn.locator(".plx-graph-marks")).to_contain_text("Against #5 FuseOps")
         ms = float(rn_view.get_attribute("data-render-ms"))
         print(f"\nresnet FuseOps -> FuseTIR: graph swap {ms:.1f} ms, "
               f"{rn_view.get_attribute('data-moved')} nodes moved or new")

@@ -24,6 +24,7 @@ from passlab._render import error_panel, esc
 from passlab.analysis import ir_text
 from passlab.analysis.diff import diff
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
+from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import _embed, _snapshots
 from passlab.views._report_runtime import runtime_section
@@ -335,7 +336,12 @@ def _row(step: Step, failing: Step | None, has_diff: bool, snap: Any) -> str:
     attr_text = "".join(f' {k}="{esc(v)}"' for k, v in attrs.items())
     # The name cell's --d indents it by nesting depth when inner steps are shown.
     name_attr = f' class="pl-name" style="--d:{step.depth}"'
-    cells = ((step.index, ' class="num"'), (step.label, name_attr),
+    # the pass's pipeline position, as every pane numbers it (the step index: the title)
+    owner = step.owner
+    pos = _numbering.positions(owner).get(step.index) if owner is not None else None
+    number = "" if pos is None else f"#{pos}"
+    cells = ((number, f' class="num" title="step {step.index} of the trace"'),
+             (_numbering.name_of(step, owner), name_attr),
              (step.stage, ""), (ms, ' class="num"'), (changed, ""), (ch.summary(), ""),
              (_bindings(step), ' class="num"'))
     tds = "".join(f"<td{attr}>{esc(value)}</td>" for value, attr in cells)
@@ -498,7 +504,7 @@ def _provenance_section(trace: Trace, prov: Any) -> tuple[str, str]:
         view = provenance_view(trace, prov=prov)
         summary = (f"{len(view.provenance)} operator calls of {view.provenance.function} "
                    f"\u2192 {len(view.provenance.kernels)} kernels, linked in the graph "
-                   f"after #{view.step.index} {view.step.label}")
+                   f"after {_numbering.ref(view.step)}")
         markup = view.to_html("pl-svg")
     except Exception as exc:  # a view never fails the report
         summary, markup = "could not link the model's operators to kernels", \

@@ -20,8 +20,9 @@ function h(tag, attrs = {}, ...children) {
 // tab name -> pane factory (see above); a tab without one shows its `<tab>_html` trait
 const PANES = {};
 
+// a pass as every pane names it: its pipeline position (row.n), else its step index
 function stepText(row) {
-  return `#${row.i} ${row.label}`;
+  return row.n == null ? `${row.label} (step ${row.i})` : `#${row.n} ${row.label}`;
 }
 
 // What every part shares: the model, change listeners removed on cleanup, sending the

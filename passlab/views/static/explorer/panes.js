@@ -51,7 +51,7 @@ function comparePane(ctx, pane) {
     for (const sel of [selA, selB]) {
       sel.replaceChildren();
       for (const r of model.get("steps")) {
-        if (r.kind === "container") continue;
+        if (r.kind === "container" || r.kind === "disabled") continue;  // no step to compare
         sel.append(h("option", { value: String(r.i), text: stepText(r) }));
       }
     }

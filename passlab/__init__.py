@@ -40,7 +40,7 @@ __all__ = [
     "Recording", "build", "record", "max_abs_diff", "models", "diff", "fused_graph",
     "buffers", "pass_table", "Explorer", "bisect", "compare", "blame", "rerun", "load",
     "Backend", "partitions", "load_trace", "reproducer", "checks", "to_model_explorer", "provenance", "sweep",
-    "explain", "targets", "Profile", "attribute", "Attribution",
+    "explain", "targets", "attribute", "Profile", "Attribution",
 ]
 
 if TYPE_CHECKING:  # the lazily imported public names, typed for checkers and editors

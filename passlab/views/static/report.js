@@ -384,6 +384,16 @@
     if (root) provHighlight(root, ev.target.closest("[data-op], [data-kernel]"));
     else if (provShown) provHighlight(provShown.closest(".passlab-prov"), null);
   });
+  // the op table's search: rows whose ops, kernels or source names hold every word
+  document.addEventListener("input", (ev) => {
+    const box = ev.target;
+    if (!box.classList || !box.classList.contains("passlab-prov-search")) return;
+    const words = box.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const root = box.closest(".passlab-prov-table") || document;
+    for (const tr of root.querySelectorAll("tr[data-search]")) {
+      tr.hidden = !words.every((w) => tr.dataset.search.includes(w));
+    }
+  });
 
   // ------------------------------------------------------------------------ start
   function fromHash() {
@@ -413,13 +423,3 @@
     if (history.replaceState) history.replaceState(null, "", location.pathname + location.search);
   }
 })();
-  // the op table's search: rows whose ops, kernels or source names hold every word
-  document.addEventListener("input", (ev) => {
-    const box = ev.target;
-    if (!box.classList || !box.classList.contains("passlab-prov-search")) return;
-    const words = box.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
-    const root = box.closest(".passlab-prov-table") || document;
-    for (const tr of root.querySelectorAll("tr[data-search]")) {
-      tr.hidden = !words.every((w) => tr.dataset.search.includes(w));
-    }
-  });

@@ -188,7 +188,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     # --profile: the report's "Run time" section (a failed build has nothing to time)
     prof = built.profile(repeat=args.repeat) if args.profile and status == 0 else None
-    title = f"{args.model} ({args.variant}, {pipe.target})"
+    # a file's name, not its path: reports are shared, and the path is the writer's own
+    name = Path(args.model).name if args.model not in models.NAMES else args.model
+    title = f"{name} ({args.variant}, {pipe.target})"
     if pipe.user_passes:
         title += " + " + ", ".join(e.name for e in pipe.user_passes)
     start = time.perf_counter()

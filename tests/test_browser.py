@@ -85,16 +85,16 @@ def test_explorer_in_jupyterlab(tmp_path, expect):
         timings["graph"] = time.perf_counter() - start
         target.click()
         expect(widget.locator(".plx-kernel-title")).to_have_text(
-            "TIR of fused_batch_norm_relu (after #11 FuseTIR)")
+            "TIR of fused_batch_norm_relu (after #6 FuseTIR)")
         expect(widget.locator(".plx-kernel-text")).to_contain_text("def fused_batch_norm_relu(")
         widget.screenshot(path=str(SHOTS / "explorer-graph.png"))
 
         # compare two passes, and the pipeline
         widget.locator(".plx-tab[data-tab=compare]").click()
-        widget.locator(".plx-compare-a").select_option(label="#7 LegalizeOps")
+        widget.locator(".plx-compare-a").select_option(label="#2 LegalizeOps")
         widget.locator(".plx-compare-b").select_option(label="#6 FuseTIR")
         expect(widget.locator(".plx-pane-compare")).to_contain_text(
-            "From the input of #7 LegalizeOps to the output of #11 FuseTIR.")
+            "From the input of #2 LegalizeOps to the output of #6 FuseTIR.")
         widget.locator(".plx-tab[data-tab=pipeline]").click()
         expect(widget.locator(".plx-pane-pipeline")).to_contain_text("Pipeline for llvm")
         assert page.errors == []

@@ -51,3 +51,19 @@ def test_demo_writes_report_and_trace(tmp_path, capsys):
     assert out.index("user pass 'after_fusion_report' ran") < 400
     assert {p.name for p in tmp_path.iterdir()} == {"report.html", "trace.txt", "trace.csv"}
     assert "after_fusion_report" in (tmp_path / "trace.txt").read_text()
+
+
+def test_report_of_a_model_file_is_titled_by_its_name_not_its_path(tmp_path):
+    import pytest
+
+    onnx = pytest.importorskip("onnx")
+    from test_importers import onnx_mlp
+
+    folder = tmp_path / "private" / "home"
+    folder.mkdir(parents=True)
+    onnx.save(onnx_mlp(batch=2), str(folder / "m.onnx"))
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(folder / "m.onnx"), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "<title>m.onnx (fused, llvm)" in html
+    assert str(folder) not in html

@@ -369,10 +369,16 @@ def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monk
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Python's own Ctrl-C handler, whatever an earlier test of the session left installed
+    # (the full suite once saw the interrupt wait for the job's 60 s timeout)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt_when_hanging, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt) as info:
-        # before, the interrupt waited for the hanging job's end: its timeout here
-        passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path / "out", timeout=60)
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            # before, the interrupt waited for the hanging job's end: its timeout here
+            passlab.sweep(["mlp"], pipes, workers=1, out=tmp_path / "out", timeout=60)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     took = time.monotonic() - sent[0]
     assert took < 10, f"the interrupt took {took:.1f} s to stop the sweep"
     partial = info.value.sweep

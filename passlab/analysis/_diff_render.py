@@ -85,7 +85,7 @@ CSS = """
   padding: 1px 6px; }
 .passlab-diff label.pl-fold, .passlab-diff label.pl-more { cursor: pointer; }
 .passlab-diff input.pl-fold-open, .passlab-diff input.pl-more-open { position: absolute;
-  opacity: 0; width: 1px; height: 1px; margin: 0; }
+  clip-path: inset(50%); overflow: hidden; width: 1px; height: 1px; margin: 0; }
 .passlab-diff label:has(> input:focus-visible) { outline: 2px solid
   var(--jp-brand-color1, #1976d2); }
 .passlab-diff tbody.pl-fold > tr.pl-folded { display: none; }

@@ -584,7 +584,7 @@ def test_a_long_failure_message_is_cut_on_save_not_refused(mlp_build, tmp_path):
 
     t = mlp_build.trace
     long = Failure("pass", "x" * 100_000 + "\udcff", "TVMError", t[3], (), "")
-    failed = Trace(list(t), {**t._meta, "failure": long, "warnings": ["w\ud800"]}, adopt=True)
+    failed = Trace(list(t), {**t._meta, "failure": long, "warnings": ["w\ud800"]})  # a copy: the build keeps its steps
     loaded = load_trace(failed.save(tmp_path / "failed.zip"))
     msg = loaded.failure.message
     assert len(msg) <= limits.MAX_STRING

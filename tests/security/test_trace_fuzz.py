@@ -16,9 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from trace_mutants import make_mutants, read_members, run_mutants, write_members
+from trace_mutants import load_error as error
+from trace_mutants import make_mutants, read_members, run_mutants, with_ir
 
-from passlab.io import TraceFileError, load_trace, save_trace
+from passlab.io import load_trace, save_trace
 from passlab.io import validate as limits
 
 RIGHT = ("A trace file is the zip archive written by trace.save(path) (format "
@@ -30,20 +31,6 @@ FUZZ_MUTANTS, FUZZ_SEED = 300, 11
 @pytest.fixture(scope="module")
 def saved(mlp_build, tmp_path_factory) -> Path:
     return save_trace(mlp_build.trace, tmp_path_factory.mktemp("fuzz") / "mlp.trace.zip")
-
-
-def error(path: Path) -> str:
-    with pytest.raises(TraceFileError) as err:
-        load_trace(path)
-    return str(err.value)
-
-
-def with_ir(saved: Path, out: Path, edit) -> Path:
-    m = read_members(saved)
-    graph = json.loads(m["ir.json"])
-    edit(graph["nodes"])
-    m["ir.json"] = json.dumps(graph).encode()
-    return write_members(out, m)
 
 
 def first(nodes, type_key: str) -> int:

@@ -18,7 +18,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from trace_mutants import load_error as error
 from trace_mutants import read_members, write_members
+from trace_mutants import with_ir as edit_ir
 
 import passlab
 from passlab._tvm.tensors import tensor_bytes
@@ -41,20 +43,6 @@ def with_tensors(tmp_path_factory) -> tuple[passlab.Build, Path]:
     """The MLP with its weights bound as constants (6 tensor constants)."""
     build = passlab.build(passlab.models.with_constant_weights(passlab.models.mlp()))
     return build, build.trace.save(tmp_path_factory.mktemp("trust2") / "weights.trace.zip")
-
-
-def error(path: Path) -> str:
-    with pytest.raises(TraceFileError) as err:
-        load_trace(path)
-    return str(err.value)
-
-
-def edit_ir(src: Path, out: Path, edit) -> Path:
-    m = read_members(src)
-    graph = json.loads(m["ir.json"])
-    edit(graph["nodes"])
-    m["ir.json"] = json.dumps(graph).encode()
-    return write_members(out, m)
 
 
 def edit_meta(src: Path, out: Path, edit) -> Path:

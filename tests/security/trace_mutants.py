@@ -47,6 +47,27 @@ def write_members(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
+def with_ir(saved: Path, out: Path, edit: Callable[[list], None]) -> Path:
+    """A copy of the trace file ``saved`` at ``out`` whose IR node list ``edit`` changed."""
+    m = read_members(saved)
+    graph = json.loads(m["ir.json"])
+    edit(graph["nodes"])
+    m["ir.json"] = json.dumps(graph).encode()
+    return write_members(out, m)
+
+
+def load_error(path: Path) -> str:
+    """The message of the TraceFileError that loading ``path`` must raise."""
+    import pytest
+
+    from passlab.errors import TraceFileError
+    from passlab.io import load_trace
+
+    with pytest.raises(TraceFileError) as err:
+        load_trace(path)
+    return str(err.value)
+
+
 # ------------------------------------------------------------------- mutations
 def _refs(node: dict) -> list[tuple[object, object]]:
     """(container, key) of every integer reference slot of a node."""

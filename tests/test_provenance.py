@@ -74,6 +74,24 @@ def test_resnet_every_op_reaches_a_kernel_and_every_fused_kernel_has_its_ops(res
     assert len(frame) == len(prov) == 70
 
 
+def test_runtime_functions_are_not_kernels_and_uncalled_kernels_say_not_called(resnet_trace):
+    # ResNet's flatten: LegalizeOps makes it call the kernel `reshape`, LowerRuntimeBuiltin
+    # makes that call vm.builtin.reshape and leaves the kernel in the module, uncalled
+    prov = passlab.provenance(resnet_trace)
+    assert prov["reshape"].fate == "builtin"
+    assert prov["reshape"].kernels == ("vm.builtin.reshape",)
+    assert "vm.builtin.reshape" not in prov.kernels and len(prov.kernels) == 25
+    assert prov.builtins == ("vm.builtin.reshape",)
+    assert prov.uncalled == ("reshape",)
+    with pytest.raises(passlab.UnknownNameError) as err:
+        prov.ops_of("reshape")
+    assert str(err.value) == (
+        "kernel 'reshape' is not called: the module still defines it, but no function "
+        "calls it, so it holds no operator call of the input (reshape ran in it until "
+        "LowerRuntimeBuiltin, which made it call vm.builtin.reshape).")
+    assert prov.ops_of("vm.builtin.reshape") == ("reshape",)
+
+
 def test_resnet_each_fused_kernel_holds_its_calls_times_its_ops(resnet_trace):
     # FuseOps names its new calls "lv", "lv1" ... like the batch_norm bindings of the input:
     # the downsample batch_norm lv7 once went to the wrong kernel, one that also calls a

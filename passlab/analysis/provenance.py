@@ -64,6 +64,10 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
 
     function: str
     ops: tuple[OpOrigin, ...]
+    #: Kernels the last followed module still defines but nothing calls (TVM leaves a
+    #: legalized ``reshape`` behind when LowerRuntimeBuiltin makes its call a runtime
+    #: ``vm.builtin.reshape``): :meth:`ops_of` says "not called" for them.
+    uncalled: tuple[str, ...] = ()
 
     def _items(self) -> tuple[OpOrigin, ...]:
         return self.ops
@@ -77,8 +81,17 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
 
     @property
     def kernels(self) -> tuple[str, ...]:
-        """Every kernel that holds an operator of the input, in order of first use."""
-        return tuple(dict.fromkeys(k for o in self.ops for k in o.kernels))
+        """Every kernel that holds an operator of the input, in order of first use
+        (runtime functions such as ``vm.builtin.reshape``, fate ``"builtin"``, are not
+        kernels: :attr:`builtins` lists them)."""
+        return tuple(dict.fromkeys(k for o in self.ops if o.fate != "builtin"
+                                   for k in o.kernels))
+
+    @property
+    def builtins(self) -> tuple[str, ...]:
+        """The runtime functions operator calls of the input became (``vm.builtin.reshape``)."""
+        return tuple(dict.fromkeys(k for o in self.ops if o.fate == "builtin"
+                                   for k in o.kernels))
 
     def kernels_of(self, op: str) -> tuple[str, ...]:
         """The kernels the operator call ``op`` (a binding name, or a source node name or
@@ -118,9 +131,25 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
     def ops_of(self, kernel: str) -> tuple[str, ...]:
         """The operator calls of the input that a kernel holds, in program order."""
         found = tuple(o.op for o in self.ops if kernel in o.kernels)
+        if not found and kernel in self.uncalled:
+            raise UnknownNameError(self._not_called(kernel), kernel, self.kernels, ())
         if not found and kernel not in self.kernels:
             raise unknown("kernel", kernel, self.kernels)
         return found
+
+    def _not_called(self, kernel: str) -> str:
+        """Why an uncalled kernel holds no operator call, naming the ones that once ran in
+        it and what they run as now."""
+        was = [(o, label) for o in self.ops for label, event in o.history
+               if event in (f"calls {kernel}", f"merged into kernel {kernel}")]
+        why = "; ".join(
+            f"{o.op} ran in it until " + (f"{o.history[-1][0]}, which made it call "
+                                          f"{', '.join(o.kernels)}" if o.kernels else
+                                          o.note or "it was removed")
+            for o, _ in was)
+        return (f"kernel {kernel!r} is not called: the module still defines it, but no "
+                "function calls it, so it holds no operator call of the input"
+                + (f" ({why})" if why else "") + ".")
 
     def _columns(self) -> list[str]:
         return ["op", "operator", "kernels", "fate", "note"] + (
@@ -252,11 +281,13 @@ def provenance(trace: Any) -> Provenance:
     where = {op: _Where(entry, op, None) for op, _ in ops}
     history: dict[str, list[tuple[str, str]]] = {op: [] for op, _ in ops}
     walked: dict[tuple[int, int], list[tuple[str, str, str]]] = {}  # see _advance
+    last = first
     for step in steps:
         if step.stage == "tir":
             # TVM's TIR pipeline keeps kernel names (they become the compiled symbols) but
             # splits and filters modules for host and device: follow the Relax stages only
             break
+        last = step.after
         if step.changed:
             _advance(step, where, history, entry, walked)
     out = []
@@ -278,7 +309,17 @@ def provenance(trace: Any) -> Provenance:
         else:
             out.append(OpOrigin(op, operator, (w.kernel,), "kernel", "", tuple(history[op])))
     names = source_names(first[entry])
-    return Provenance(entry, tuple(replace(o, source=names.get(o.op, ())) for o in out))
+    return Provenance(entry, tuple(replace(o, source=names.get(o.op, ())) for o in out),
+                      _uncalled(last, out))
+
+
+def _uncalled(mod: Any, ops: list[OpOrigin]) -> tuple[str, ...]:
+    """The PrimFuncs of ``mod`` that no Relax function calls and no operator runs in."""
+    funcs = _tvm.functions(mod)
+    called = {c for f in funcs.values() for c in _tvm.called_functions(f)}
+    running = {k for o in ops for k in o.kernels}
+    return tuple(n for n, f in funcs.items()
+                 if _tvm.is_prim_func(f) and n not in called and n not in running)
 
 
 def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str,

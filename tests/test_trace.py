@@ -297,6 +297,13 @@ def test_steps_know_their_trace_and_a_passing_copy_does_not_take_them(trace):
     assert trace[0].owner is trace and trace.changed()[0].owner is trace
     adopted = Trace(list(copy), {}, adopt=True)  # what a recorder's finishing step does
     assert copy[0].owner is adopted
+    # an adopting trace that dies hands the steps back to the owner before it (session 4:
+    # a test's adopting copy, once freed, left the session trace's steps ownerless)
+    del adopted
+    import gc
+
+    gc.collect()
+    assert all(s.owner is trace for s in trace)
 
 
 def test_has_relax_function():

@@ -78,8 +78,21 @@ class _HashCache:
         self.functions = _tvm.ObjectCache(_tvm.functions)
         """``{name: function}`` of a module: inner steps go back and forth between a few
         modules (FoldConstant's), so each is listed once (15,000 rows: 10 s -> ~1 s)."""
-        self.owner: Callable[[], Trace | None] | None = None
-        """Weak reference to the trace these steps belong to (see :meth:`Step.owner`)."""
+        self.owners: list[Callable[[], Trace | None]] = []
+        """Weak references to the traces these steps belong to, the newest last (see
+        :meth:`Step.owner`): a trace that adopts them and dies hands them back to the one
+        before it, instead of leaving them without an owner."""
+
+    def owner(self) -> Trace | None:
+        """The newest living owner, or None."""
+        for ref in reversed(self.owners):
+            trace = ref()
+            if trace is not None:
+                return trace
+        return None
+
+    def adopt(self, trace: Trace) -> None:
+        self.owners = [r for r in self.owners if r() is not None] + [weakref.ref(trace)]
 
     def __call__(self, func: Any) -> int:
         return self._hash(func)
@@ -185,8 +198,7 @@ class Step(_render.Displayable):
     def owner(self) -> Trace | None:
         """The trace this step was recorded (or loaded) in, while that trace is alive;
         ``passlab.reproducer(step)`` takes the target and user passes from it."""
-        ref = self._hash.owner
-        return None if ref is None else ref()
+        return self._hash.owner()
 
     def explain(self) -> Any:
         """What this pass did here: an :class:`~passlab.analysis.Explanation`, one
@@ -295,12 +307,12 @@ class Trace(NamedSequence[Step], _render.Displayable):
         # A trace built from steps becomes their owner unless a living trace already is
         # (a copy made for a moment must not take them from the build's trace); the
         # recorder's own finishing steps (a failure, the codegen step, load notes) pass
-        # adopt=True. Filtered views (_sub) never own. Weak: a step never keeps a trace
-        # alive, and no reference cycle is made.
+        # adopt=True; when an adopting trace dies the steps fall back to the owner before
+        # it. Filtered views (_sub) never own. Weak: a step never keeps a trace alive, and
+        # no reference cycle is made.
         for cache in {id(s._hash): s._hash for s in self._steps}.values():
-            current = cache.owner() if cache.owner is not None else None
-            if adopt or current is None:
-                cache.owner = weakref.ref(self)
+            if adopt or cache.owner() is None:
+                cache.adopt(self)
 
     # ------------------------------------------------------------------- sequence
     # by position, slices (a Trace) and pass name (``trace["FuseOps#1"]`` is ``find``)

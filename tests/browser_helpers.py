@@ -1,14 +1,21 @@
-"""JupyterLab on loopback and Debian's Chromium through Playwright, for test_browser.py.
+"""JupyterLab on loopback and Debian's Chromium through Playwright, for the browser tests.
 
 Follows the verified recipe (shared/recipes/jupyter-in-a-real-browser.md): isolated
 JupyterLab settings, a fixed token, readiness via /api/status, a clean shutdown via
 /api/shutdown, and the system Chromium (never a browser a tool downloads).
+
+One server and one browser per test run (per xdist worker): tests take conftest's
+``lab`` fixture (their own folder of the shared server, its own workspace, kernels shut
+down and settings reset afterwards) and ``page`` / ``new_page`` (a fresh browser context
+each: no cookies, storage or cache from another test). :func:`jupyter_lab` and
+:func:`chromium` still start a server or a browser of their own, for scripts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -52,17 +59,55 @@ def _free_port() -> int:
 @dataclass
 class Lab:
     port: int
+    #: the folder the notebooks of this test live in (the kernel's working directory)
     root: Path
     process: subprocess.Popen
     log: Path
+    #: JupyterLab's user settings, which it reads from disk on each request
+    settings: Path
+    #: ``root`` relative to the server's root folder ("" for the server itself)
+    folder: str = ""
+    workspace: str = "default"
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path}?token={TOKEN}"
 
+    def notebook_url(self, name: str) -> str:
+        """The page of notebook ``name`` of :attr:`root`, in this test's own workspace
+        (a shared workspace would reopen the notebooks of earlier tests)."""
+        path = f"{self.folder}/{name}" if self.folder else name
+        return self.url(f"lab/workspaces/{self.workspace}/tree/{path}")
+
+    def for_test(self, name: str) -> Lab:
+        """This server seen from one test: its own folder and workspace, both ``name``
+        made safe for a path."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:100]
+        sub = Lab(self.port, self.root / safe, self.process, self.log, self.settings,
+                  safe, safe)
+        sub.root.mkdir(parents=True, exist_ok=True)
+        return sub
+
+    def set_theme(self, theme: str) -> None:
+        """The theme the next page load opens in ("JupyterLab Dark")."""
+        d = self.settings / "@jupyterlab" / "apputils-extension"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
+
+    def reset(self) -> None:
+        """What one test leaves behind goes: its kernels (and their sessions) shut down,
+        every user setting but the news opt-out removed (a theme a test chose)."""
+        for session in self.api("/api/sessions") or []:
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+        for kernel in self.api("/api/kernels") or []:
+            self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+        for f in self.settings.rglob("*.jupyterlab-settings"):
+            if f.name != "notification.jupyterlab-settings":
+                f.unlink()
+
     def api(self, path: str, method: str = "GET"):
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
                                      headers={"Authorization": f"token {TOKEN}"})
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read()
             return json.loads(body) if body else None
 
@@ -90,7 +135,7 @@ def jupyter_lab(base: Path, notebooks: list[Path]) -> Iterator[Lab]:
              f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
              "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    lab = Lab(port, root, process, log)
+    lab = Lab(port, root, process, log, settings)
     try:
         deadline = time.time() + 60
         while True:
@@ -137,6 +182,45 @@ def chromium(profile: Path, width: int = 1400, height: int = 1100):
             ctx.close()
 
 
+class Browser:
+    """One headless Chromium for a test run, started by the first page asked of it.
+
+    Playwright's sync API keeps an asyncio loop running in this thread while it is up,
+    and ``asyncio.run()`` then refuses to start: conftest stops the browser before any
+    test that is not a browser test (browser tests run last, so that happens once)."""
+
+    def __init__(self) -> None:
+        self._playwright = None
+        self._browser = None
+        self.starts = 0
+
+    def page(self, width: int = 1400, height: int = 1100):
+        """A page in a fresh context (its own cookies, storage and cache); page errors
+        collect in ``page.errors``. Close it with ``page.context.close()``."""
+        if self._browser is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            self.starts += 1
+        ctx = self._browser.new_context(viewport={"width": width, "height": height})
+        ctx.set_default_timeout(60_000)
+        page = ctx.new_page()
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)[:300]))
+        return page
+
+    def stop(self) -> None:
+        if self._browser is not None:
+            try:
+                self._browser.close()
+            finally:
+                self._browser = None
+                self._playwright.stop()
+                self._playwright = None
+
+
 def write_notebook(path: Path, cells: list[str]) -> Path:
     """A notebook of code ``cells`` with the ipykernel kernelspec, written to ``path``."""
     import nbformat
@@ -160,7 +244,7 @@ def marks() -> list:
 
 def open_notebook(page, lab: Lab, name: str, expect) -> None:
     """Open notebook ``name`` of ``lab`` in ``page`` and run all its cells."""
-    page.goto(lab.url(f"lab/tree/{name}"))
+    page.goto(lab.notebook_url(name))
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     run_all(page, expect)
 

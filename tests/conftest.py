@@ -1,10 +1,16 @@
-"""Shared fixtures: builds are the slow part, so each is recorded once per session."""
+"""Shared fixtures: builds are the slow part, so each is recorded once per session, and
+the browser tests share one JupyterLab server and one Chromium per test run (per xdist
+worker)."""
 
 from __future__ import annotations
 
 import pytest
 
 import passlab
+
+_BROWSER = pytest.StashKey["object"]()
+#: the fixtures that hand a test a page of the run's one browser
+_PAGE_FIXTURES = {"page", "new_page", "browser"}
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +31,92 @@ def expect():
 
     expect.set_options(timeout=60_000)
     return expect
+
+
+# ------------------------------------------------------------------ browser tests
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last, in their collection order: the browser then starts once and
+    stays up until the run ends (see :class:`browser_helpers.Browser`)."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+def pytest_unconfigure(config):
+    browser = config.stash.get(_BROWSER, None)
+    if browser is not None:
+        browser.stop()
+
+
+def _why_no_browser() -> str | None:
+    from browser_helpers import missing
+
+    return missing()
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    """One JupyterLab server for the run; tests use :func:`lab`, their view of it."""
+    why = _why_no_browser()
+    if why:
+        pytest.skip(why)
+    from browser_helpers import jupyter_lab
+
+    with jupyter_lab(tmp_path_factory.mktemp("jupyterlab"), []) as server:
+        yield server
+
+
+@pytest.fixture
+def lab(lab_server, request):
+    """The run's JupyterLab server from this test: notebooks written into ``lab.root``
+    open with ``open_notebook(page, lab, name, expect)`` in the test's own workspace;
+    afterwards its kernels are shut down and the user settings (a theme) reset."""
+    view = lab_server.for_test(request.node.name)
+    try:
+        yield view
+    finally:
+        lab_server.reset()
+
+
+@pytest.fixture
+def browser(request):
+    """The run's one Chromium (:class:`browser_helpers.Browser`), started on first use."""
+    why = _why_no_browser()
+    if why:
+        pytest.skip(why)
+    from browser_helpers import Browser
+
+    found = request.config.stash.get(_BROWSER, None)
+    if found is None:
+        found = request.config.stash[_BROWSER] = Browser()
+    return found
+
+
+@pytest.fixture
+def new_page(browser):
+    """``new_page(width=1400, height=1100)``: a page in a fresh browser context, closed
+    after the test."""
+    pages = []
+
+    def make(width: int = 1400, height: int = 1100):
+        pages.append(browser.page(width, height))
+        return pages[-1]
+
+    yield make
+    for p in pages:
+        p.context.close()
+
+
+@pytest.fixture
+def page(new_page):
+    """A 1400 x 1100 page in a fresh browser context."""
+    return new_page()
+
+
+@pytest.fixture(autouse=True)
+def _no_browser_loop_outside_browser_tests(request):
+    """Playwright's sync API runs an asyncio loop in this thread while the browser is up,
+    so ``asyncio.run()`` fails in a test that runs then: the browser stops first (once per
+    run, since browser tests run last)."""
+    if not _PAGE_FIXTURES & set(request.fixturenames):
+        browser = request.config.stash.get(_BROWSER, None)
+        if browser is not None:
+            browser.stop()

@@ -9,7 +9,7 @@ driven by Playwright); skipped, with the reason, when either is missing.
 
 from __future__ import annotations
 
-from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, write_notebook
 from test_explorer_ir import _Page
 
 pytestmark = marks()
@@ -28,103 +28,101 @@ _CURRENT = """() => {
     return marks.findIndex((m) => m.classList.contains('plx-hit-current')); }"""
 
 
-def test_ir_search_function_list_and_links(tmp_path, expect):
-    import passlab
+def test_ir_search_function_list_and_links(lab, page, mlp_build, expect):
     from passlab.views.explorer_panes import PaneRenderer
 
-    trace = passlab.build(passlab.models.mlp()).trace
+    trace = mlp_build.trace
     fuse = trace.find("FuseOps").index
     cells = _Page(PaneRenderer(trace).pane("diff", fuse)).cells
     total = sum(c.lower().count("r.call_tir") for c in cells)
     assert total > 3
 
-    path = write_notebook(tmp_path / "ir.ipynb", _NB)
-    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        open_notebook(page, lab, path.name, expect)
-        widget = page.locator(".jp-OutputArea-output .plx")
-        pane = widget.locator(".plx-pane-diff")
-        expect(pane).to_contain_text("FuseOps: ")
-        _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds.png")
+    path = write_notebook(lab.root / "ir.ipynb", _NB)
+    open_notebook(page, lab, path.name, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    pane = widget.locator(".plx-pane-diff")
+    expect(pane).to_contain_text("FuseOps: ")
+    _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds.png")
 
-        # search: every match marked (across token spans), the first one current
-        box = pane.locator(".plx-ir-search")
-        count = pane.locator(".plx-ir-count")
-        box.fill("R.call_tir")
-        expect(count).to_have_text(f"1 of {total}")
-        expect(pane.locator("mark.plx-hit")).to_have_count(total)
-        expect(pane.locator("mark.plx-hit-current")).to_have_count(1)
-        expect(pane.locator("mark.plx-hit-current")).to_have_text("R.call_tir")
-        assert page.evaluate(_CURRENT) == 0
-        box.press("Enter")
-        expect(count).to_have_text(f"2 of {total}")
-        assert page.evaluate(_CURRENT) == 1
-        pane.locator(".plx-ir-next").click()
-        expect(count).to_have_text(f"3 of {total}")
-        box.press("Shift+Enter")
-        expect(count).to_have_text(f"2 of {total}")
-        pane.locator(".plx-ir-prev").click()
-        pane.locator(".plx-ir-prev").click()
-        expect(count).to_have_text(f"{total} of {total}")  # wraps around
-        # keys in the box stay there: JupyterLab did not leave the cell or insert one
-        box.press("b")
-        expect(count).to_have_text("no match")
-        box.press("Backspace")
-        expect(count).to_have_text(f"1 of {total}")
-        expect(page.locator(".jp-NotebookPanel .jp-Cell")).to_have_count(3)
-        # the text of the code is unchanged by the marks
-        assert page.evaluate("""() => [...document.querySelectorAll(
-            '.plx-pane-diff td.pl-code')].map((c) => c.textContent)""") == cells
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        widget.scroll_into_view_if_needed()
-        widget.screenshot(path=str(SHOTS / "explorer-ir-search.png"))
+    # search: every match marked (across token spans), the first one current
+    box = pane.locator(".plx-ir-search")
+    count = pane.locator(".plx-ir-count")
+    box.fill("R.call_tir")
+    expect(count).to_have_text(f"1 of {total}")
+    expect(pane.locator("mark.plx-hit")).to_have_count(total)
+    expect(pane.locator("mark.plx-hit-current")).to_have_count(1)
+    expect(pane.locator("mark.plx-hit-current")).to_have_text("R.call_tir")
+    assert page.evaluate(_CURRENT) == 0
+    box.press("Enter")
+    expect(count).to_have_text(f"2 of {total}")
+    assert page.evaluate(_CURRENT) == 1
+    pane.locator(".plx-ir-next").click()
+    expect(count).to_have_text(f"3 of {total}")
+    box.press("Shift+Enter")
+    expect(count).to_have_text(f"2 of {total}")
+    pane.locator(".plx-ir-prev").click()
+    pane.locator(".plx-ir-prev").click()
+    expect(count).to_have_text(f"{total} of {total}")  # wraps around
+    # keys in the box stay there: JupyterLab did not leave the cell or insert one
+    box.press("b")
+    expect(count).to_have_text("no match")
+    box.press("Backspace")
+    expect(count).to_have_text(f"1 of {total}")
+    expect(page.locator(".jp-NotebookPanel .jp-Cell")).to_have_count(3)
+    # the text of the code is unchanged by the marks
+    assert page.evaluate("""() => [...document.querySelectorAll(
+        '.plx-pane-diff td.pl-code')].map((c) => c.textContent)""") == cells
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(SHOTS / "explorer-ir-search.png"))
 
-        # the function list: entry first, then kernels; a folded function opens
-        jump = pane.locator(".plx-ir-jump")
-        options = jump.locator("option").all_text_contents()
-        assert options[0] == "functions (3)" and options[1].startswith("~ forward (relax, modified")
-        target = pane.locator('details[data-fn="fused_matmul_add_relu"]')
-        target.locator("summary").click()
-        expect(target).not_to_have_attribute("open", "")
-        jump.select_option("fused_matmul_add_relu")
-        expect(target).to_have_attribute("open", "")
-        assert page.evaluate("""() => {
-            const p = document.querySelector('.plx-pane-diff').getBoundingClientRect();
-            const d = document.querySelector('.plx-pane-diff details[data-fn="fused_matmul_add_relu"]')
-                .getBoundingClientRect();
-            return d.top >= p.top && d.top < p.bottom; }""")
+    # the function list: entry first, then kernels; a folded function opens
+    jump = pane.locator(".plx-ir-jump")
+    options = jump.locator("option").all_text_contents()
+    assert options[0] == "functions (3)" and options[1].startswith("~ forward (relax, modified")
+    target = pane.locator('details[data-fn="fused_matmul_add_relu"]')
+    target.locator("summary").click()
+    expect(target).not_to_have_attribute("open", "")
+    jump.select_option("fused_matmul_add_relu")
+    expect(target).to_have_attribute("open", "")
+    assert page.evaluate("""() => {
+        const p = document.querySelector('.plx-pane-diff').getBoundingClientRect();
+        const d = document.querySelector('.plx-pane-diff details[data-fn="fused_matmul_add_relu"]')
+            .getBoundingClientRect();
+        return d.top >= p.top && d.top < p.bottom; }""")
 
-        # a binding in the Relax diff -> the graph, with the variable in focus
-        link = pane.locator('tr.pl-add .pl-var[data-var="lv1"]')
-        link.click()
-        expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
-        last = page.locator(".jp-NotebookPanel .jp-Cell").nth(2)
+    # a binding in the Relax diff -> the graph, with the variable in focus
+    link = pane.locator('tr.pl-add .pl-var[data-var="lv1"]')
+    link.click()
+    expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
+    last = page.locator(".jp-NotebookPanel .jp-Cell").nth(2)
 
-        def focus_in_kernel(text):
-            last.locator(".jp-InputArea-editor").click()
-            page.keyboard.press("Control+Enter")
-            expect(last.locator(".jp-OutputArea-output")).to_have_text(f"focus: {text}")
+    def focus_in_kernel(text):
+        last.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Control+Enter")
+        expect(last.locator(".jp-OutputArea-output")).to_have_text(f"focus: {text}")
 
-        focus_in_kernel("['lv1']")
-        # a buffer row -> the graph, with the tensor's producer and consumers in focus
-        widget.locator(".plx-tab[data-tab=buffers]").click()
-        row = widget.locator('.plx-pane-buffers tr.plx-linked[data-tensor="lv"]'
-                             '[data-function="forward"]')
-        row.locator("td").first.click()
-        expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
-        focus_in_kernel("['fused_matmul_add_relu', 'fused_matmul1_add1']")
-        assert page.errors == []
+    focus_in_kernel("['lv1']")
+    # a buffer row -> the graph, with the tensor's producer and consumers in focus
+    widget.locator(".plx-tab[data-tab=buffers]").click()
+    row = widget.locator('.plx-pane-buffers tr.plx-linked[data-tensor="lv"]'
+                         '[data-function="forward"]')
+    row.locator("td").first.click()
+    expect(widget.locator(".plx-tab.active")).to_have_attribute("data-tab", "graph")
+    focus_in_kernel("['fused_matmul_add_relu', 'fused_matmul1_add1']")
+    assert page.errors == []
 
-        # the same folds in JupyterLab Dark
-        from test_browser_theme import _settings_dark
+    # the same folds in JupyterLab Dark
+    from test_browser_theme import _settings_dark
 
-        _settings_dark(tmp_path)
-        open_notebook(page, lab, path.name, expect)
-        expect(page.locator('body[data-jp-theme-light="false"]')).to_have_count(1)
-        widget = page.locator(".jp-OutputArea-output .plx")
-        pane = widget.locator(".plx-pane-diff")
-        expect(pane).to_contain_text("FuseOps: ")
-        _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds-dark.png")
-        assert page.errors == []
+    _settings_dark(lab)
+    open_notebook(page, lab, path.name, expect)
+    expect(page.locator('body[data-jp-theme-light="false"]')).to_have_count(1)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    pane = widget.locator(".plx-pane-diff")
+    expect(pane).to_contain_text("FuseOps: ")
+    _folds_open_and_close(page, widget, pane, expect, "explorer-diff-folds-dark.png")
+    assert page.errors == []
 
 
 def _folds_open_and_close(page, widget, pane, expect, shot: str) -> None:
@@ -151,33 +149,31 @@ def _folds_open_and_close(page, widget, pane, expect, shot: str) -> None:
     expect(folded.nth(1)).to_be_hidden()
 
 
-def test_report_diff_layout_toggle_and_folds(tmp_path, expect):
+def test_report_diff_layout_toggle_and_folds(tmp_path, mlp_build, page, expect):
     from pathlib import Path
 
-    import passlab
 
-    trace = passlab.build(passlab.models.mlp()).trace
+    trace = mlp_build.trace
     report = trace.write_report(tmp_path / "report.html")
-    with chromium(tmp_path / "profile") as page:
-        page.goto(Path(report).resolve().as_uri())
-        page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
-        box = page.locator("#pl-detail .pl-diff-box")
-        expect(box.locator("table.pl-sbs")).to_have_count(3)
-        modes = page.locator("#pl-detail .pl-diff-modes button")
-        expect(modes).to_have_text(["side by side", "unified"])
-        expect(modes.nth(0)).to_have_attribute("aria-pressed", "true")
-        fold = box.locator('details[data-fn="forward"] tr.pl-fold-head')
-        expect(fold).to_have_text("\u22ef 3 unchanged lines")
-        modes.nth(1).click()
-        expect(box.locator("table.pl-unified")).to_have_count(3)
-        expect(box.locator("table.pl-sbs")).to_have_count(0)
-        expect(modes.nth(1)).to_have_attribute("aria-pressed", "true")
-        folded = box.locator('details[data-fn="forward"] tr.pl-folded')
-        expect(folded.nth(0)).to_be_hidden()
-        fold.locator("label").click()
-        expect(folded.nth(0)).to_be_visible()
-        # the layout stays chosen for the next pass shown
-        page.keyboard.press("k")
-        expect(page.locator("#pl-detail .pl-diff-modes button").nth(1)).to_have_attribute(
-            "aria-pressed", "true")
-        assert page.errors == []
+    page.goto(Path(report).resolve().as_uri())
+    page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
+    box = page.locator("#pl-detail .pl-diff-box")
+    expect(box.locator("table.pl-sbs")).to_have_count(3)
+    modes = page.locator("#pl-detail .pl-diff-modes button")
+    expect(modes).to_have_text(["side by side", "unified"])
+    expect(modes.nth(0)).to_have_attribute("aria-pressed", "true")
+    fold = box.locator('details[data-fn="forward"] tr.pl-fold-head')
+    expect(fold).to_have_text("\u22ef 3 unchanged lines")
+    modes.nth(1).click()
+    expect(box.locator("table.pl-unified")).to_have_count(3)
+    expect(box.locator("table.pl-sbs")).to_have_count(0)
+    expect(modes.nth(1)).to_have_attribute("aria-pressed", "true")
+    folded = box.locator('details[data-fn="forward"] tr.pl-folded')
+    expect(folded.nth(0)).to_be_hidden()
+    fold.locator("label").click()
+    expect(folded.nth(0)).to_be_visible()
+    # the layout stays chosen for the next pass shown
+    page.keyboard.press("k")
+    expect(page.locator("#pl-detail .pl-diff-modes button").nth(1)).to_have_attribute(
+        "aria-pressed", "true")
+    assert page.errors == []

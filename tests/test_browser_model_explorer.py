@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from browser_helpers import SHOTS, _free_port, chromium, marks
+from browser_helpers import SHOTS, _free_port, marks
 
 import passlab
 
@@ -64,38 +64,39 @@ def _serve(paths, port):
     return proc, found[0]
 
 
-def test_export_opens_in_model_explorer_with_its_overlays(tmp_path, resnet_build, expect):
+def test_export_opens_in_model_explorer_with_its_overlays(tmp_path, resnet_build, new_page,
+                                                          expect):
     paths = passlab.to_model_explorer(resnet_build.trace, tmp_path / "resnet.json")
     data = json.loads(paths[0].read_text())
     first = data["graphs"][0]
     overlay = json.loads(paths[1].read_text())[first["id"]]
     proc, url = _serve(paths, _free_port())
     try:
-        with chromium(tmp_path / "profile", width=1400, height=900) as page:
-            page.goto(url)
-            info = page.locator("text=op node count").first
-            expect(info).to_be_visible(timeout=90_000)
-            # the model list of the landing page marks a file it cannot read "Error"
-            assert page.get_by_text("Error", exact=True).count() == 0
-            body = page.inner_text("body")
-            assert re.search(rf"op node count\s+{len(first['nodes'])}\b", body), body[:600]
-            assert "resnet" in body and first["id"] in body
-            for name in ("bytes_out: bytes of the tensors each node produces",
-                         "bytes_in: bytes of the tensors each node reads"):
-                expect(page.get_by_text(name).first).to_be_visible()
-            # the node-data table lists the input's bytes as exported
-            x_bytes = int(overlay["results"]["x"]["value"])
-            assert str(x_bytes) in body
-            page.locator(".expand-all").first.click()
-            page.wait_for_timeout(3000)
-            box = page.locator("canvas").first.bounding_box()
-            shot = page.screenshot(clip=box, path=str(tmp_path / "graph.png"))
-            import base64
+        page = new_page(height=900)
+        page.goto(url)
+        info = page.locator("text=op node count").first
+        expect(info).to_be_visible(timeout=90_000)
+        # the model list of the landing page marks a file it cannot read "Error"
+        assert page.get_by_text("Error", exact=True).count() == 0
+        body = page.inner_text("body")
+        assert re.search(rf"op node count\s+{len(first['nodes'])}\b", body), body[:600]
+        assert "resnet" in body and first["id"] in body
+        for name in ("bytes_out: bytes of the tensors each node produces",
+                     "bytes_in: bytes of the tensors each node reads"):
+            expect(page.get_by_text(name).first).to_be_visible()
+        # the node-data table lists the input's bytes as exported
+        x_bytes = int(overlay["results"]["x"]["value"])
+        assert str(x_bytes) in body
+        page.locator(".expand-all").first.click()
+        page.wait_for_timeout(3000)
+        box = page.locator("canvas").first.bounding_box()
+        shot = page.screenshot(clip=box, path=str(tmp_path / "graph.png"))
+        import base64
 
-            src = "data:image/png;base64," + base64.b64encode(shot).decode()
-            assert page.evaluate(_ORANGE, src) > 200, "no node drawn in the overlay's colours"
-            page.screenshot(path=str(SHOTS / "model-explorer.png"))
-            assert not page.errors, page.errors
+        src = "data:image/png;base64," + base64.b64encode(shot).decode()
+        assert page.evaluate(_ORANGE, src) > 200, "no node drawn in the overlay's colours"
+        page.screenshot(path=str(SHOTS / "model-explorer.png"))
+        assert not page.errors, page.errors
     finally:
         proc.terminate()
         try:

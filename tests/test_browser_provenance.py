@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, write_notebook
 
 pytestmark = marks()
 
@@ -36,40 +36,40 @@ def _hover_links(page, root, expect) -> None:
     expect(root.locator("tr.passlab-prov-hl")).to_have_count(3)  # matmul, add, relu
 
 
-def test_hover_links_ops_and_kernels_in_the_report_and_the_explorer(tmp_path, expect):
-    import passlab
+def test_hover_links_ops_and_kernels_in_the_report_and_the_explorer(
+        tmp_path, lab, new_page, mlp_build, expect):
 
-    trace = passlab.build(passlab.models.mlp()).trace
+    trace = mlp_build.trace
     report = trace.write_report(tmp_path / "report.html")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with chromium(tmp_path / "profile") as page:
-        page.goto(Path(report).resolve().as_uri())
-        page.locator("#snap-provenance > summary").click()
-        root = page.locator("#snap-provenance .passlab-prov")
-        _hover_links(page, root, expect)
-        section = page.locator("#pl-provenance")
-        section.scroll_into_view_if_needed()  # before hovering: a scroll moves the mouse off
-        root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
-        section.screenshot(path=str(SHOTS / "provenance-report.png"))
-        # a click on the kernel opens its generated code
-        root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
-        expect(page.locator("#code-fused_matmul_add_relu")).to_have_attribute("open", "")
-        assert page.errors == []
+    page = new_page()
+    page.goto(Path(report).resolve().as_uri())
+    page.locator("#snap-provenance > summary").click()
+    root = page.locator("#snap-provenance .passlab-prov")
+    _hover_links(page, root, expect)
+    section = page.locator("#pl-provenance")
+    section.scroll_into_view_if_needed()  # before hovering: a scroll moves the mouse off
+    root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
+    section.screenshot(path=str(SHOTS / "provenance-report.png"))
+    # a click on the kernel opens its generated code
+    root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
+    expect(page.locator("#code-fused_matmul_add_relu")).to_have_attribute("open", "")
+    assert page.errors == []
 
-    path = write_notebook(tmp_path / "provenance.ipynb", _NB)
-    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile2") as page:
-        open_notebook(page, lab, path.name, expect)
-        widget = page.locator(".jp-OutputArea-output .plx")
-        root = widget.locator(".plx-pane-provenance .passlab-prov")
-        expect(root.locator(".passlab-prov-fused svg")).to_be_visible()
-        _hover_links(page, root, expect)
-        widget.scroll_into_view_if_needed()
-        root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
-        widget.screenshot(path=str(SHOTS / "provenance.png"))
-        # a click on a kernel opens the fused-graph pane, focused on its calls
-        root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
-        expect(widget.locator(".plx-tab[data-tab=graph]")).to_have_class("plx-tab active")
-        expect(widget.locator(".plx-pane-graph svg")).to_be_visible()
-        expect(widget.locator(".plx-pane-graph g.node.plx-focus")).to_have_count(1)
-        expect(widget.locator(".plx-pane-graph g.node.plx-focus title")).to_have_text("lv")
-        assert page.errors == []
+    path = write_notebook(lab.root / "provenance.ipynb", _NB)
+    page = new_page()
+    open_notebook(page, lab, path.name, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    root = widget.locator(".plx-pane-provenance .passlab-prov")
+    expect(root.locator(".passlab-prov-fused svg")).to_be_visible()
+    _hover_links(page, root, expect)
+    widget.scroll_into_view_if_needed()
+    root.locator('.passlab-prov-input g.node[data-op="relu"]').hover()
+    widget.screenshot(path=str(SHOTS / "provenance.png"))
+    # a click on a kernel opens the fused-graph pane, focused on its calls
+    root.locator('.passlab-prov-fused g.node[data-kernel="fused_matmul_add_relu"]').click()
+    expect(widget.locator(".plx-tab[data-tab=graph]")).to_have_class("plx-tab active")
+    expect(widget.locator(".plx-pane-graph svg")).to_be_visible()
+    expect(widget.locator(".plx-pane-graph g.node.plx-focus")).to_have_count(1)
+    expect(widget.locator(".plx-pane-graph g.node.plx-focus title")).to_have_text("lv")
+    assert page.errors == []

@@ -8,7 +8,7 @@ panel maximised) and real-provenance-*.png.
 
 from __future__ import annotations
 
-from browser_helpers import SHOTS, chromium, jupyter_lab, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, write_notebook
 
 pytestmark = marks()
 
@@ -61,17 +61,17 @@ def _shots(page, lab, theme: str, width: int, expect) -> None:
     assert page.errors == []
 
 
-def test_graph_and_provenance_on_an_onnx_export_with_weights_as_inputs(tmp_path, expect):
+def test_graph_and_provenance_on_an_onnx_export_with_weights_as_inputs(lab, new_page, expect):
     from test_browser_theme import _settings_dark
     from test_explorer_provenance import _named_cnn_with_weights_as_inputs
 
-    path = write_notebook(tmp_path / "real.ipynb", _NB)
+    write_notebook(lab.root / "real.ipynb", _NB)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with jupyter_lab(tmp_path, [path]) as lab:
-        (lab.root / "cnn.onnx").write_bytes(_named_cnn_with_weights_as_inputs().SerializeToString())
-        for theme in ("light", "dark"):
-            if theme == "dark":
-                _settings_dark(tmp_path)
-            for width in (1400, 800):
-                with chromium(tmp_path / f"profile-{theme}-{width}", width=width) as page:
-                    _shots(page, lab, theme, width, expect)
+    (lab.root / "cnn.onnx").write_bytes(_named_cnn_with_weights_as_inputs().SerializeToString())
+    for theme in ("light", "dark"):
+        if theme == "dark":
+            _settings_dark(lab)
+        for width in (1400, 800):
+            page = new_page(width=width)
+            _shots(page, lab, theme, width, expect)
+            page.context.close()

@@ -9,7 +9,7 @@ that size (Swin-T, benchmarks/large_models.py) takes minutes to build.
 
 from __future__ import annotations
 
-from browser_helpers import chromium, jupyter_lab, marks, open_notebook, write_notebook
+from browser_helpers import marks, open_notebook, write_notebook
 from many_steps import with_inner
 
 pytestmark = marks()
@@ -18,7 +18,7 @@ INNER = 10_000
 
 
 def test_large_trace_opens_with_the_main_chain_and_loads_inner_passes(
-        mlp_build, tmp_path, expect):
+        mlp_build, tmp_path, lab, page, expect):
     from passlab.views import explorer_panes
 
     saved = mlp_build.trace.save(tmp_path / "mlp.trace.zip")
@@ -28,25 +28,24 @@ def test_large_trace_opens_with_the_main_chain_and_loads_inner_passes(
     cells = ["import passlab\n\n"
              f"trace = passlab.load_trace({str(big)!r})\n"
              "ex = passlab.Explorer(trace)\nex"]
-    path = write_notebook(tmp_path / "scale.ipynb", cells)
-    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        open_notebook(page, lab, path.name, expect)
-        widget = page.locator(".jp-OutputArea-output .plx")
-        # loading 10,000 steps takes the kernel a while: wait for the widget itself
-        expect(widget.locator(".plx-pane-diff .pl-summary")).to_be_visible(timeout=240_000)
-        expect(widget.locator(".plx-count")).to_have_text(f"{main} of {main} passes")
-        expect(widget.locator(".plx-list .plx-row")).to_have_count(main)
-        widget.locator(".plx-show-inner").check()
-        expect(widget.locator(".plx-count")).to_have_text(f"{total} of {total} passes",
-                                                          timeout=120_000)
-        expect(widget.locator(".plx-list .plx-row.inner")).to_have_count(
-            sum(1 for s in mlp_build.trace if s.kind == "inner") + INNER)
-        expect(widget.locator(".plx-rows-loading")).to_have_count(0)
-        # an inner step is listed with its change summary, and selecting it shows its diff
-        row = widget.locator('.plx-row[data-index="12"]')
-        expect(row.locator(".plx-label")).to_have_text("tirx.StmtSimplify")
-        expect(row.locator(".plx-changes")).to_have_text("-7 ~1")
-        row.click()
-        expect(widget.locator(".plx-pane-diff .pl-summary")).to_contain_text(
-            "changed: 0 added, 7 removed, 1 modified")
-        assert page.errors == []
+    path = write_notebook(lab.root / "scale.ipynb", cells)
+    open_notebook(page, lab, path.name, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    # loading 10,000 steps takes the kernel a while: wait for the widget itself
+    expect(widget.locator(".plx-pane-diff .pl-summary")).to_be_visible(timeout=240_000)
+    expect(widget.locator(".plx-count")).to_have_text(f"{main} of {main} passes")
+    expect(widget.locator(".plx-list .plx-row")).to_have_count(main)
+    widget.locator(".plx-show-inner").check()
+    expect(widget.locator(".plx-count")).to_have_text(f"{total} of {total} passes",
+                                                      timeout=120_000)
+    expect(widget.locator(".plx-list .plx-row.inner")).to_have_count(
+        sum(1 for s in mlp_build.trace if s.kind == "inner") + INNER)
+    expect(widget.locator(".plx-rows-loading")).to_have_count(0)
+    # an inner step is listed with its change summary, and selecting it shows its diff
+    row = widget.locator('.plx-row[data-index="12"]')
+    expect(row.locator(".plx-label")).to_have_text("tirx.StmtSimplify")
+    expect(row.locator(".plx-changes")).to_have_text("-7 ~1")
+    row.click()
+    expect(widget.locator(".plx-pane-diff .pl-summary")).to_contain_text(
+        "changed: 0 added, 7 removed, 1 modified")
+    assert page.errors == []

@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-from browser_helpers import SHOTS, chromium, jupyter_lab, marks, run_all, write_notebook
+from browser_helpers import SHOTS, marks, run_all, write_notebook
 
 pytestmark = marks()
 
@@ -199,10 +199,15 @@ def _low(page, selectors, what: str) -> list:
         if ratio < 4.5]
 
 
-def _settings_dark(base: Path) -> None:
+def _settings_dark(lab) -> None:
     """JupyterLab reads user settings from disk on each request: the dark theme is set
-    before the page loads."""
-    d = base / "settings" / "@jupyterlab" / "apputils-extension"
+    before the page loads. ``lab`` is the ``lab`` fixture (the run's server, its settings
+    reset after each test) or the base folder a :func:`browser_helpers.jupyter_lab`
+    server was started in."""
+    if hasattr(lab, "set_theme"):
+        lab.set_theme("JupyterLab Dark")
+        return
+    d = Path(lab) / "settings" / "@jupyterlab" / "apputils-extension"
     d.mkdir(parents=True, exist_ok=True)
     (d / "themes.jupyterlab-settings").write_text(json.dumps({"theme": "JupyterLab Dark"}))
 
@@ -283,117 +288,114 @@ def _panes_low(page, widget, expect, shot: str | None = None) -> list:
     return low
 
 
-def test_dark_theme_narrow_width_and_keys(tmp_path, expect):
-    import passlab
-
-    trace = passlab.build(passlab.models.mlp()).trace
+def test_dark_theme_narrow_width_and_keys(tmp_path, lab, page, mlp_build, expect):
+    trace = mlp_build.trace
     report = trace.write_report(tmp_path / "report.html")
-    path = write_notebook(tmp_path / "theme.ipynb", _NB)
-    with jupyter_lab(tmp_path, [path]) as lab, chromium(tmp_path / "profile") as page:
-        _settings_dark(tmp_path)
-        page.goto(lab.url(f"lab/tree/{path.name}"))
-        expect(page.locator('body[data-jp-theme-light="false"]')).to_have_count(1)
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        run_all(page, expect)
-        widget = page.locator(".jp-OutputArea-output .plx")
-        expect(widget.locator(".plx-pane-diff")).to_contain_text("FuseOps")
-        expect(widget.locator(".plx-row.selected .plx-label")).to_have_text("FuseOps")
-        expect(page.locator(".jp-RenderedHTMLCommon table.passlab-table")).to_have_count(2)
-        expect(page.locator(".jp-RenderedHTMLCommon .passlab-graph svg")).to_have_count(1)
-        expect(page.locator(".jp-InputArea-prompt", has_text="[6]:")).to_have_count(1)
+    path = write_notebook(lab.root / "theme.ipynb", _NB)
+    _settings_dark(lab)
+    page.goto(lab.notebook_url(path.name))
+    expect(page.locator('body[data-jp-theme-light="false"]')).to_have_count(1)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    run_all(page, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    expect(widget.locator(".plx-pane-diff")).to_contain_text("FuseOps")
+    expect(widget.locator(".plx-row.selected .plx-label")).to_have_text("FuseOps")
+    expect(page.locator(".jp-RenderedHTMLCommon table.passlab-table")).to_have_count(2)
+    expect(page.locator(".jp-RenderedHTMLCommon .passlab-graph svg")).to_have_count(1)
+    expect(page.locator(".jp-InputArea-prompt", has_text="[6]:")).to_have_count(1)
 
-        # ---- contrast in JupyterLab Dark: the list, the diff pane and plain outputs
-        widget.scroll_into_view_if_needed()
-        # (each theme's findings are collected and asserted together at the end)
-        dark = _low(page, _EXPLORER_TEXT, "explorer") + _low(page, _OUTPUT_TEXT, "outputs")
-        # pass names left-aligned, numbers right-aligned, in JupyterLab's output CSS too
-        aligns = page.evaluate("""() => {
-          const t = document.querySelector('.jp-RenderedHTMLCommon table.passlab-table');
-          const row = t.querySelector('tbody tr');
-          return [...row.children].map((td) => getComputedStyle(td).textAlign);
-        }""")
-        assert aligns[:3] == ["right", "left", "left"], aligns  # #, pass, stage
-        # the plain fused_graph output is no white box: its page is transparent
-        plain_page = page.locator(".jp-RenderedHTMLCommon .passlab-graph svg g.graph > polygon")
-        assert plain_page.first.evaluate("(p) => getComputedStyle(p).fill") in (
-            "transparent", "rgba(0, 0, 0, 0)")
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        widget.screenshot(path=str(SHOTS / "explorer-dark.png"))
+    # ---- contrast in JupyterLab Dark: the list, the diff pane and plain outputs
+    widget.scroll_into_view_if_needed()
+    # (each theme's findings are collected and asserted together at the end)
+    dark = _low(page, _EXPLORER_TEXT, "explorer") + _low(page, _OUTPUT_TEXT, "outputs")
+    # pass names left-aligned, numbers right-aligned, in JupyterLab's output CSS too
+    aligns = page.evaluate("""() => {
+      const t = document.querySelector('.jp-RenderedHTMLCommon table.passlab-table');
+      const row = t.querySelector('tbody tr');
+      return [...row.children].map((td) => getComputedStyle(td).textAlign);
+    }""")
+    assert aligns[:3] == ["right", "left", "left"], aligns  # #, pass, stage
+    # the plain fused_graph output is no white box: its page is transparent
+    plain_page = page.locator(".jp-RenderedHTMLCommon .passlab-graph svg g.graph > polygon")
+    assert plain_page.first.evaluate("(p) => getComputedStyle(p).fill") in (
+        "transparent", "rgba(0, 0, 0, 0)")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    widget.screenshot(path=str(SHOTS / "explorer-dark.png"))
 
-        # ---- keys: ArrowRight on a focused tab opens the next one; focus stays
-        widget.locator(".plx-tab[data-tab=diff]").click()
-        active_cell = page.evaluate(_ACTIVE_CELL)
-        widget.locator(".plx-tab[data-tab=diff]").press("ArrowRight")
-        graph_tab = widget.locator(".plx-tab[data-tab=graph]")
-        expect(graph_tab).to_have_attribute("aria-selected", "true")
-        expect(graph_tab).to_be_focused()
-        expect(graph_tab).to_have_attribute("tabindex", "0")
-        expect(widget.locator(".plx-tab[data-tab=diff]")).to_have_attribute("tabindex", "-1")
-        expect(widget.locator(".plx-graph-view svg")).to_have_count(1)
-        # the graph has no white page in the dark theme
-        page_fill = widget.locator(".plx-graph-view svg g.graph > polygon").first.evaluate(
-            "(p) => getComputedStyle(p).fill")
-        assert page_fill in ("transparent", "rgba(0, 0, 0, 0)"), page_fill
-        # j and k are JupyterLab's "select cell below/above": inside the widget they are not
-        graph_tab.press("j")
-        graph_tab.press("k")
-        graph_tab.press("ArrowLeft")
-        expect(widget.locator(".plx-tab[data-tab=diff]")).to_have_attribute("aria-selected", "true")
-        assert page.evaluate("() => !!document.activeElement.closest('.plx')")
-        assert page.evaluate(_ACTIVE_CELL) == active_cell
+    # ---- keys: ArrowRight on a focused tab opens the next one; focus stays
+    widget.locator(".plx-tab[data-tab=diff]").click()
+    active_cell = page.evaluate(_ACTIVE_CELL)
+    widget.locator(".plx-tab[data-tab=diff]").press("ArrowRight")
+    graph_tab = widget.locator(".plx-tab[data-tab=graph]")
+    expect(graph_tab).to_have_attribute("aria-selected", "true")
+    expect(graph_tab).to_be_focused()
+    expect(graph_tab).to_have_attribute("tabindex", "0")
+    expect(widget.locator(".plx-tab[data-tab=diff]")).to_have_attribute("tabindex", "-1")
+    expect(widget.locator(".plx-graph-view svg")).to_have_count(1)
+    # the graph has no white page in the dark theme
+    page_fill = widget.locator(".plx-graph-view svg g.graph > polygon").first.evaluate(
+        "(p) => getComputedStyle(p).fill")
+    assert page_fill in ("transparent", "rgba(0, 0, 0, 0)"), page_fill
+    # j and k are JupyterLab's "select cell below/above": inside the widget they are not
+    graph_tab.press("j")
+    graph_tab.press("k")
+    graph_tab.press("ArrowLeft")
+    expect(widget.locator(".plx-tab[data-tab=diff]")).to_have_attribute("aria-selected", "true")
+    assert page.evaluate("() => !!document.activeElement.closest('.plx')")
+    assert page.evaluate(_ACTIVE_CELL) == active_cell
 
-        # ---- 1000 px with the file browser open: names keep their room
-        page.set_viewport_size({"width": 1000, "height": 1000})
-        browser = page.locator('.jp-SideBar [data-id="filebrowser"]')
-        if not page.locator("#filebrowser").is_visible():
-            browser.click()
-        expect(page.locator("#filebrowser")).to_be_visible()
-        widths = page.evaluate("""() => [...document.querySelectorAll('.plx .plx-row .plx-label')]
-            .slice(0, 20).map((l) => l.getBoundingClientRect().width)""")
-        assert min(widths) >= 70, widths  # 7em of 12px text: "FuseOps", "LegalizeOps" whole
-        expect(widget.locator(".plx-row", has_text="FuseOps").first).to_have_attribute(
-            "title", re.compile(r"^FuseOps \("))
-
-        # ---- 800 px, file browser closed: the list stacks above the panes, nothing
-        # overflows sideways
+    # ---- 1000 px with the file browser open: names keep their room
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    browser = page.locator('.jp-SideBar [data-id="filebrowser"]')
+    if not page.locator("#filebrowser").is_visible():
         browser.click()
-        expect(page.locator("#filebrowser")).to_be_hidden()
-        page.set_viewport_size({"width": 800, "height": 1000})
-        expect(widget).to_have_class(re.compile(r"\bplx-narrow\b"))
-        box = page.evaluate("""() => {
-          const r = (s) => document.querySelector(s).getBoundingClientRect();
-          const root = document.querySelector('.plx');
-          const out = root.closest('.jp-OutputArea-output');
-          return { list: r('.plx .plx-list'), right: r('.plx .plx-right'),
-                   rootOver: root.scrollWidth - root.clientWidth,
-                   outOver: out.scrollWidth - out.clientWidth };
-        }""")
-        assert box["list"]["bottom"] <= box["right"]["top"] + 1, box
-        assert abs(box["list"]["left"] - box["right"]["left"]) < 2, box
-        assert box["rootOver"] <= 1 and box["outOver"] <= 1, box
-        widget.scroll_into_view_if_needed()
-        widget.screenshot(path=str(SHOTS / "explorer-narrow.png"))
+    expect(page.locator("#filebrowser")).to_be_visible()
+    widths = page.evaluate("""() => [...document.querySelectorAll('.plx .plx-row .plx-label')]
+        .slice(0, 20).map((l) => l.getBoundingClientRect().width)""")
+    assert min(widths) >= 70, widths  # 7em of 12px text: "FuseOps", "LegalizeOps" whole
+    expect(widget.locator(".plx-row", has_text="FuseOps").first).to_have_attribute(
+        "title", re.compile(r"^FuseOps \("))
 
-        # ---- every pane in JupyterLab Dark (the Edit pane's Run replaces the trace)
-        page.set_viewport_size({"width": 1400, "height": 1100})
-        dark += _panes_low(page, widget, expect, shot="explorer-graph-dark.png")
+    # ---- 800 px, file browser closed: the list stacks above the panes, nothing
+    # overflows sideways
+    browser.click()
+    expect(page.locator("#filebrowser")).to_be_hidden()
+    page.set_viewport_size({"width": 800, "height": 1000})
+    expect(widget).to_have_class(re.compile(r"\bplx-narrow\b"))
+    box = page.evaluate("""() => {
+      const r = (s) => document.querySelector(s).getBoundingClientRect();
+      const root = document.querySelector('.plx');
+      const out = root.closest('.jp-OutputArea-output');
+      return { list: r('.plx .plx-list'), right: r('.plx .plx-right'),
+               rootOver: root.scrollWidth - root.clientWidth,
+               outOver: out.scrollWidth - out.clientWidth };
+    }""")
+    assert box["list"]["bottom"] <= box["right"]["top"] + 1, box
+    assert abs(box["list"]["left"] - box["right"]["left"]) < 2, box
+    assert box["rootOver"] <= 1 and box["outOver"] <= 1, box
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(SHOTS / "explorer-narrow.png"))
 
-        # ---- the same text in JupyterLab Light (Settings > Theme)
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Light$")).click()
-        expect(page.locator('body[data-jp-theme-light="true"]')).to_have_count(1)
-        page.wait_for_timeout(500)  # the theme's stylesheet replaces the dark one
-        light = _low(page, _OUTPUT_TEXT, "outputs") + _panes_low(page, widget, expect)
-        assert not page.errors, page.errors
+    # ---- every pane in JupyterLab Dark (the Edit pane's Run replaces the trace)
+    page.set_viewport_size({"width": 1400, "height": 1100})
+    dark += _panes_low(page, widget, expect, shot="explorer-graph-dark.png")
 
-        # ---- the static report in a dark colour scheme
-        page.emulate_media(color_scheme="dark")
-        page.goto(Path(report).as_uri())
-        page.locator("#pl-list tr.pl-row", has_text="FuseOps").first.click()
-        expect(page.locator(".pl-detail")).to_contain_text("FuseOps")
-        report_low = _low(page, _REPORT_TEXT, "report")
-        assert not page.errors, page.errors
+    # ---- the same text in JupyterLab Light (Settings > Theme)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Light$")).click()
+    expect(page.locator('body[data-jp-theme-light="true"]')).to_have_count(1)
+    page.wait_for_timeout(500)  # the theme's stylesheet replaces the dark one
+    light = _low(page, _OUTPUT_TEXT, "outputs") + _panes_low(page, widget, expect)
+    assert not page.errors, page.errors
+
+    # ---- the static report in a dark colour scheme
+    page.emulate_media(color_scheme="dark")
+    page.goto(Path(report).as_uri())
+    page.locator("#pl-list tr.pl-row", has_text="FuseOps").first.click()
+    expect(page.locator(".pl-detail")).to_contain_text("FuseOps")
+    report_low = _low(page, _REPORT_TEXT, "report")
+    assert not page.errors, page.errors
     low = {"JupyterLab Dark": dark, "JupyterLab Light": light, "report, dark": report_low}
     assert not any(low.values()), f"text under 4.5:1: {low}"
 

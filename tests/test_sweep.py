@@ -369,8 +369,8 @@ def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monk
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
 
-    # Python's own Ctrl-C handler, whatever an earlier test of the session left installed
-    # (the full suite once saw the interrupt wait for the job's 60 s timeout)
+    # Python's own Ctrl-C handler: a run started in the background by a shell without job
+    # control has SIGINT ignored, and the full suite then waited for the job's 60 s timeout
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt_when_hanging, daemon=True).start()
     try:
@@ -392,6 +392,44 @@ def test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows(tmp_path, monk
         assert json.loads((folder / "job.json").read_text())["pipeline"] == r.pipeline
     again = passlab.sweep(["mlp"], finished, workers=1, out=tmp_path / "out")
     assert (again.ran, again.reused) == (0, 2)  # before: one rebuilt on every rerun
+
+
+def test_ctrl_c_given_to_another_thread_still_stops_the_wait():
+    """The cause of the Ctrl-C test's 59 s failure in a full run started in the
+    background: a shell without job control starts background commands with SIGINT
+    ignored (SIG_IGN), Python then installs no KeyboardInterrupt handler, and the sweep
+    ran into the hanging job's 60 s timeout (the test now installs Python's handler).
+    Here the other way an interrupt waited that long: Python runs handlers in the main
+    thread only, and with SIGINT blocked there the kernel gives it to another thread; an
+    untimed wait (``as_completed``) slept on until the next job ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from passlab.research.sweep import _completed
+
+    sent = []
+
+    def interrupt():
+        time.sleep(0.3)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # started before the main thread blocks SIGINT: this thread is the one that takes it
+    threading.Thread(target=interrupt, daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    release = threading.Event()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(release.wait, 30)
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    list(_completed([job]))
+            finally:
+                release.set()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - sent[0] < 2  # within a few polls, not the job's 30 s
 
 
 def test_a_build_process_ends_itself_when_nobody_watches(tmp_path):

@@ -21,8 +21,8 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
@@ -537,6 +537,19 @@ def _abandon(pool: Executor, own: bool, futures: Mapping[Any, int]) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _completed(futures: Iterable[Any], poll: float = 0.25) -> Iterator[Any]:
+    """The futures as they finish, as ``as_completed`` yields them, but waiting at most
+    ``poll`` seconds at a time: Python runs a signal's handler in the main thread only,
+    and when the kernel hands a Ctrl-C to another thread (one of the executor's, when the
+    main thread has SIGINT blocked) an untimed wait sleeps on until the next job ends,
+    which for a hanging job is its timeout."""
+    order = {fut: n for n, fut in enumerate(futures)}
+    left = set(order)
+    while left:
+        done, left = wait(left, timeout=poll, return_when=FIRST_COMPLETED)
+        yield from sorted(done, key=order.__getitem__)  # a batch in submission order
+
+
 def _run(jobs: list[dict[str, Any]], todo: list[int],
          results: dict[int, tuple[dict[str, Any], list[Any] | None]], workers: int | None,
          executor: Executor | None, show: Any, done: int) -> None:
@@ -567,7 +580,7 @@ def _run(jobs: list[dict[str, Any]], todo: list[int],
         try:
             for i in pending:
                 futures[pool.submit(run_job, jobs[i])] = i
-            for fut in as_completed(futures):
+            for fut in _completed(futures):
                 i = futures[fut]
                 try:
                     row = fut.result()

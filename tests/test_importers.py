@@ -439,6 +439,32 @@ def test_torch_exported_program_and_pt2_file(tmp_path):
                                rtol=RTOL, atol=1e-5)
 
 
+def test_torch_dim_names_are_kept_for_symbolic_dimensions():
+    torch = pytest.importorskip("torch", reason=TORCH_REASON)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 4), torch.nn.ReLU()).eval()
+    seq = torch.export.Dim("seq", min=2, max=64)
+    program = torch.export.export(net, (torch.randn(1, 8, 16),), dynamic_shapes=({1: seq},))
+    assert [str(s) for s in program.range_constraints] != ["seq"]  # torch says s27 or so
+    mod = load(program)
+    main = mod["main"]
+    assert str(main.params[0].ty.shape) == "R.shape([1, seq, 16])"
+    assert {k: {str(n): int(v) for n, v in main.attrs[k].items()}
+            for k in ("tir_var_lower_bound", "tir_var_upper_bound")} == {
+        "tir_var_lower_bound": {"seq": 2}, "tir_var_upper_bound": {"seq": 64}}
+    from passlab.models._source_names import source_names
+
+    assert source_names(main)["lv"] == ("0", "view")  # the source names survive
+    build = passlab.build(mod)
+    graph = passlab.fused_graph(build.trace.find("FuseTIR"), bounds={"seq": 16})
+    assert graph.edges[0].shape == (1, "seq", 16) and graph.edges[0].bytes == 1024
+    assert passlab.buffers(build.trace.find("CallTIRRewrite"), bounds={"seq": 16}).peak_bytes == 512
+    x = torch.randn(1, 5, 16)
+    with torch.no_grad():
+        expected = net(x).numpy()
+    np.testing.assert_allclose(build.run(x.numpy()), expected, rtol=RTOL, atol=1e-5)
+
+
 def test_torch_module_needs_example_inputs():
     _, net = _torch_cnn()
     with pytest.raises(TypeError, match=r"a torch.nn.Module needs example_inputs= to trace "

@@ -56,6 +56,7 @@ from passlab._tvm.ir_types import (
     evaluate,
     iter_bindings,
     prim_text,
+    rename_symbolic_vars,
     size_of_expr,
     size_of_shape,
     symbols,
@@ -71,7 +72,7 @@ __all__ = [
     # _ir_types
     "attr", "num_inputs", "iter_bindings", "var_refs", "dtype_bytes", "prim_text",
     "symbols", "evaluate", "Size", "size_of_shape", "size_of_expr", "TensorInfo",
-    "tensor_infos",
+    "tensor_infos", "rename_symbolic_vars",
     # _ir_calls
     "PATTERN_NAMES", "VIEW_OPS", "BOOKKEEPING_OPS", "ALLOC_TENSOR", "ALLOC_STORAGE",
     "STORAGE_TENSOR", "STORAGE_OPS", "ALLOC_OPS", "CALL_TIR_OPS", "Target", "call_target",

@@ -2,6 +2,7 @@
 :mod:`passlab._tvm.ir`).
 
 * the lazy ``tvm`` import; function attributes (:func:`attr`, :func:`num_inputs`);
+  :func:`rename_symbolic_vars` (an importer's ``s27`` back to the user's ``seq``);
 * bindings: :func:`iter_bindings`, and :func:`var_refs` (the variables an expression
   reads);
 * types and sizes: :func:`tensor_infos` (shape, dtype, bytes; symbolic sizes kept as text
@@ -31,6 +32,26 @@ def attr(func: Any, key: str, default: Any = None) -> Any:
         return default
     value = attrs[key]
     return value if isinstance(value, (bool, int, str)) else str(value)
+
+
+def rename_symbolic_vars(func: Any, names: Mapping[str, str]) -> Any:
+    """``func`` with its symbolic shape variables renamed (``{"s27": "seq"}``), in the
+    signature, the body and the ``tir_var_lower_bound``/``tir_var_upper_bound``
+    attributes. Names that are not variables of ``func`` are ignored. Binding spans are
+    not kept (TVM's rebinding makes new bindings): callers write them again."""
+    tvm, relax = _tvm()
+    found = {str(v.name): v for v in relax.analysis.defined_symbolic_vars(func)}
+    binding = {found[old]: tvm.tirx.Var(new, found[old].ty)
+               for old, new in names.items() if old in found and new != old}
+    if not binding:
+        return func
+    out = func.bind_symbolic_vars(binding)
+    for key in ("tir_var_lower_bound", "tir_var_upper_bound"):
+        bounds = (func.attrs or {}).get(key)
+        if bounds is not None:
+            out = out.with_attr(key, {names.get(str(k), str(k)): int(v)
+                                      for k, v in bounds.items()})
+    return out
 
 
 # ---------------------------------------------------------------------------- bindings

@@ -24,14 +24,14 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from passlab import _tvm
 from passlab._tvm import ir as _ir
 
-__all__ = ["capturing", "attach", "source_names"]
+__all__ = ["capturing", "attach", "source_names", "relabel"]
 
 # The importer classes are patched only inside `capturing`; one import at a time.
 _LOCK = threading.Lock()
@@ -166,3 +166,25 @@ def source_names(func: Any) -> dict[str, tuple[str, ...]]:
         if source is not None and source.name:
             out[str(b.var.name)] = _names(str(source.name))
     return out
+
+
+def relabel(func: Any, names: Mapping[str, Sequence[str]]) -> Any:
+    """``func`` with the span of each binding named in ``names`` (binding name -> source
+    names, as :func:`source_names` returns them) written again: for a function a rewrite
+    rebuilt (renamed symbolic variables), whose bindings kept their names, not spans."""
+    relax = _tvm.relax()
+    if not names:
+        return func
+
+    def rebind(b: Any) -> Any:
+        found = names.get(str(b.var.name))
+        if not found:
+            return b
+        if isinstance(b, relax.MatchCast):
+            return relax.MatchCast(b.var, b.value, b.ty, _span(found))
+        return relax.VarBinding(b.var, b.value, _span(found))
+
+    blocks = [type(block)([rebind(b) for b in block.bindings], block.span)
+              for block in func.body.blocks]
+    body = relax.SeqExpr(blocks, func.body.body, func.body.span)
+    return relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)

@@ -32,7 +32,7 @@ from passlab.errors import (
     first_line,
     unknown,
 )
-from passlab.models import _pt2, _source_names
+from passlab.models import _pt2, _source_names, _torch_dims
 from passlab.models.builtin import NAMES, by_name
 
 __all__ = ["load", "as_module", "resolve_model", "ModelFormatError", "MissingImporterError", "SUFFIXES"]
@@ -581,9 +581,24 @@ def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
     # the importer's table: fx.Node -> the Relax expression made for it; a node is named
     # by the path of the module that ran it (layer1.0.conv1) and by its own name (conv2d_1)
     table = tables[-1] if tables and isinstance(tables[-1], dict) else {}
-    return _source_names.attach(mod, [
+    mod = _source_names.attach(mod, [
         (expr, name) for node, expr in table.items() if getattr(node, "op", "") ==
         "call_function" for name in (_module_path(node), node.name)])
+    return _keep_dim_names(mod, _torch_dims.dim_names(program))
+
+
+def _keep_dim_names(mod, names: Mapping[str, str]):
+    """``mod`` with the importer's symbolic variables (``s27``) named as the user's
+    ``torch.export.Dim`` (``seq``), so that shapes read and ``bounds=`` take them."""
+    from passlab._tvm import ir as _ir
+
+    if not names or "main" not in _tvm.functions(mod):
+        return mod
+    func = mod["main"]
+    renamed = _ir.rename_symbolic_vars(func, names)
+    if renamed is not func:
+        mod["main"] = _source_names.relabel(renamed, _source_names.source_names(func))
+    return mod
 
 
 def _module_path(node) -> str:

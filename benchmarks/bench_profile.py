@@ -5,9 +5,13 @@
    the ratio of the kernels' sum plus the runtime overhead to the end-to-end median (1.00
    means the parts timed alone account for the whole run).
 2. ``passlab.attribute`` over the ResNet's main chain (every enabled Relax pass) with
-   ``workers=1`` and ``workers=2``: seconds and speed-up, and the passes that matter most.
+   ``workers=1`` and ``workers=2``: seconds and speed-up, and the passes that matter most;
+   each variant re-run from the full pipeline's recorded prefix (``reuse_prefix=True``,
+   the default) and, with ``--prefix both``, also built from the model (``False``, what
+   attribute did before), the two in alternation so that the same load falls on both.
 
-    .venv/bin/python benchmarks/bench_profile.py [--repeat 10] [--model mlp ...] [--no-attribute]
+    .venv/bin/python benchmarks/bench_profile.py [--repeat 10] [--model mlp ...]
+        [--no-attribute] [--no-profile] [--prefix on|off|both]
 
 Run time on 2 shared cores is noisy; the spreads are printed next to the medians.
 """
@@ -42,29 +46,50 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-attribute", action="store_true",
                         help="skip attribute() over the ResNet main chain")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="skip the per-model profiling cost (part 1)")
+    parser.add_argument("--prefix", choices=("on", "off", "both"), default="on",
+                        help="attribute(reuse_prefix=...): on (default), off, or both")
     args = parser.parse_args()
-    models = args.model or list(passlab.models.NAMES)
-    print(f"== 1. profile(repeat={args.repeat}) vs {args.repeat} plain runs; "
+    if not args.no_profile:
+        profile_costs(args.model or list(passlab.models.NAMES), args.repeat)
+    if not args.no_attribute:
+        attribute_times({"on": (True,), "off": (False,), "both": (False, True)}[args.prefix])
+
+
+def profile_costs(models: list[str], repeat: int) -> None:
+    print(f"== 1. profile(repeat={repeat}) vs {repeat} plain runs; "
           "(kernels + overhead) / end to end")
     print(f"{'model':<20} {'kernels':>7} {'runs s':>8} {'profile s':>9} {'cost':>7} "
           f"{'e2e ms':>9} {'spread':>6} {'kernels ms':>10} {'overhead ms':>11} {'ratio':>6}")
     for name in models:
-        r = profile_cost(name, args.repeat)
+        r = profile_cost(name, repeat)
         print(f"{name:<20} {r['kernels']:>7} {r['runs_s']:>8.3f} {r['profile_s']:>9.2f} "
               f"{r['profile_s'] / r['runs_s']:>6.0f}x {r['e2e_s'] * 1e3:>9.3f} "
               f"{r['spread']:>6.0%} {r['kernels_s'] * 1e3:>10.3f} "
               f"{r['overhead_s'] * 1e3:>11.3f} {r['ratio']:>6.2f}", flush=True)
-    if args.no_attribute:
-        return
+
+
+def attribute_times(prefixes: tuple[bool, ...]) -> None:
     print("\n== 2. attribute('resnet') over the main chain, repeat=3")
     seconds = {}
     for workers in (1, 2):
-        start = time.perf_counter()
-        a = passlab.attribute("resnet", repeat=3, workers=workers)
-        seconds[workers] = time.perf_counter() - start
-        print(f"workers={workers}: {seconds[workers]:.1f} s, {len(a)} passes", flush=True)
+        for prefix in prefixes:
+            start = time.perf_counter()
+            a = passlab.attribute("resnet", repeat=3, workers=workers, reuse_prefix=prefix)
+            seconds[workers, prefix] = time.perf_counter() - start
+            reused = sum(bool(r.reused) for r in a)
+            print(f"workers={workers} reuse_prefix={prefix}: {seconds[workers, prefix]:.1f} s, "
+                  f"{len(a)} passes ({reused} reused the full pipeline's kernels)", flush=True)
     print(a.to_text())
-    print(f"speed-up with 2 workers: {seconds[1] / seconds[2]:.2f}x")
+    for prefix in prefixes:
+        print(f"reuse_prefix={prefix}: speed-up with 2 workers: "
+              f"{seconds[1, prefix] / seconds[2, prefix]:.2f}x")
+    if len(prefixes) == 2:
+        for workers in (1, 2):
+            print(f"workers={workers}: prefix reuse {seconds[workers, False]:.1f} s -> "
+                  f"{seconds[workers, True]:.1f} s "
+                  f"({seconds[workers, False] / seconds[workers, True]:.2f}x)")
 
 
 if __name__ == "__main__":

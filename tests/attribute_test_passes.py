@@ -31,3 +31,9 @@ def slow_transpose(mod):
                        global_infos=mod.global_infos)
     new[gv] = func.with_body(body)
     return new
+
+
+def identity(mod):
+    """Changes nothing: inserted as the last Relax pass, its row's re-run runs no Relax
+    pass at all."""
+    return mod

@@ -6,7 +6,7 @@ far above the noise of 2 shared cores (small kernels there vary by 100s of us)."
 from __future__ import annotations
 
 import pytest
-from attribute_test_passes import slow_transpose
+from attribute_test_passes import identity, slow_transpose
 
 import passlab
 from passlab.errors import SweepError, UnknownNameError
@@ -137,3 +137,25 @@ def test_variants_with_the_same_kernels_reuse_them():
     assert (a["FoldConstant"].status, a["FoldConstant"].reused) == ("ok", True)
     assert (a["FuseOps"].status, a["FuseOps"].reused) == ("ok", False)
     assert a["FoldConstant"].kernels == a["FoldConstant"].kernels_without == 4
+
+
+@pytest.mark.slow
+def test_prefix_reuse_gives_the_same_rows():
+    # each variant re-run from the full pipeline's recorded prefix (the default) against
+    # each one built from the model: the same statuses, kernels, outputs and errors; a
+    # user pass that is the last Relax pass too (its re-run runs no Relax pass: the
+    # profile starts from the module it resumed from)
+    names = ["LegalizeOps", "FoldConstant", "FuseOps", "FuseTIR", "identity"]
+    pipe = passlab.Pipeline.default("llvm").insert(identity, after="finalize")
+
+    def rows(a):
+        return {r.pass_: (r.status, r.max_abs_diff, r.kernels, r.kernels_without, r.reused,
+                          r.error) for r in a}
+
+    reused = passlab.attribute("mlp", pipe, passes=names, repeat=1, workers=1)
+    built = passlab.attribute("mlp", pipe, passes=names, repeat=1, workers=1,
+                              reuse_prefix=False)
+    assert rows(reused) == rows(built)
+    assert rows(reused)["FuseOps"][:4] == ("ok", 0.0, 4, 7)
+    assert rows(reused)["LegalizeOps"][0] == "build fails"
+    assert rows(reused)["identity"][:5] == ("ok", 0.0, 4, 4, True)

@@ -36,7 +36,7 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
         KEPT.baselines[job["reuse"]] = built
     elif job.get("baseline") is not None:  # a variant: timed against the full pipeline
         try:
-            base = _baseline(job)
+            base = baseline(job)
             out["paired"] = paired_end_to_end(base, built, *(arrays or ()), seed=seed,
                                               repeat=int(opts.get("repeat", 10)))
         except Exception as exc:  # noqa: BLE001 - the unpaired figures stand
@@ -44,9 +44,10 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _baseline(job: dict[str, Any]) -> Any:
+def baseline(job: dict[str, Any]) -> Any:
     """The full pipeline's build of the job's group: kept by this process, or built now
-    (the first variant on a process that did not build it)."""
+    (the first variant on a process that did not build it); variants are timed against
+    it and, with ``job["prefix"]``, re-run from its recorded snapshots."""
     from passlab.recording.build import build
     from passlab.research._sweep_jobs import model_from_spec, pipeline_from_recipe
 

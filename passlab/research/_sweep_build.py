@@ -22,7 +22,7 @@ from typing import Any
 
 from passlab import _tvm
 from passlab.errors import BuildError, first_line
-from passlab.research._profile_jobs import KEPT, profile_summary
+from passlab.research._profile_jobs import KEPT, baseline, profile_summary
 from passlab.research._sweep_jobs import (
     check_from_recipe,
     empty_row,
@@ -145,8 +145,10 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
     built = None
     start = time.perf_counter()
     try:
-        built = build(mod, pipe, checks=checks, progress=progress or False,
-                      reuse=KEPT.reusable(job))  # attribute(): kernels of its variants
+        built = _variant(job, pipe, progress)
+        if built is None:
+            built = build(mod, pipe, checks=checks, progress=progress or False,
+                          reuse=KEPT.reusable(job))  # attribute(): kernels of its variants
         trace = built.trace
         KEPT.keep(job, built)
     except BuildError as err:
@@ -168,6 +170,18 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
     if job["folder"] is not None:
         _keep(Path(job["folder"]), trace, row)
     return row
+
+
+def _variant(job: dict[str, Any], pipe: Any,
+             progress: Callable[[str, int], None] | None) -> Any:
+    """An attribution's variant re-run from its full pipeline's build (``rerun``: the
+    recorded prefix up to the disabled pass is reused, not built again), or None for a
+    job that is no such variant (``job["prefix"]`` false, or a sweep's job)."""
+    if not job.get("prefix") or not isinstance(job.get("baseline"), dict) or job["checks"]:
+        return None
+    from passlab.research.rerun import rerun
+
+    return rerun(baseline(job), pipe, reuse=KEPT.reusable(job), progress=progress or False)
 
 
 def _keep(folder: Path, trace: Any, row: dict[str, Any]) -> None:

@@ -7,8 +7,10 @@ outputs against the full pipeline's on the same seeded inputs, profiles each one
 builds are sweep jobs (:mod:`passlab.research.sweep`): they run in worker processes, on
 the local pool or any ``concurrent.futures.Executor`` (Dask's ``client.get_executor()``),
 and a variant that fails to build, crashes or runs out of time is a row, not the end.
-A build process keeps its last builds of the attribution, so a variant whose Relax
-pipeline ends in kernels it has already compiled skips TIR lowering and codegen.
+A build process keeps the full pipeline's build: each variant is re-run from it
+(:func:`passlab.research.rerun`: the recorded module before the disabled pass is where
+it resumes), and a variant whose Relax pipeline ends in kernels already compiled there
+skips TIR lowering and codegen.
 """
 
 from __future__ import annotations
@@ -203,7 +205,8 @@ def _close(mine: list[Any] | None, ref: list[Any] | None) -> tuple[float | None,
 def attribute(model: Any, pipeline: Pipeline | None = None, *,
               passes: Sequence[str] | str | None = None, inputs: Any = None,
               repeat: int = 10, workers: int | None = None, executor: Executor | None = None,
-              timeout: float | None = None, progress: bool = False) -> Attribution:
+              timeout: float | None = None, progress: bool = False,
+              reuse_prefix: bool = True) -> Attribution:
     """What each pass does to run time: build without it, check, profile, compare.
 
     Parameters
@@ -225,6 +228,11 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         As for :func:`passlab.sweep`.
     progress
         True prints one line per finished build on stderr.
+    reuse_prefix
+        True (default): each variant is re-run from the full pipeline's build
+        (:func:`passlab.research.rerun`), reusing its recorded modules up to the disabled
+        pass and its compiled kernels where they come out the same; False builds every
+        variant from the model (the rows are the same, only slower to get).
 
     Returns
     -------
@@ -256,8 +264,8 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         job: dict[str, Any] = dict(
             model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
             checks=[], inputs=_inputs(inputs, label), timeout=timeout, folder=None,
-            profile=dict(repeat=repeat), reuse=f"attribute:{spec.get('sha') or label}:"
-                                               f"{pipe.target}:{id(pipe)}",
+            profile=dict(repeat=repeat), prefix=bool(reuse_prefix),
+            reuse=f"attribute:{spec.get('sha') or label}:{pipe.target}:{id(pipe)}",
             # each variant is timed against the full pipeline in its own job too
             baseline=True if name == _FULL else full)
         job["key"] = job_key(job)

@@ -228,11 +228,16 @@ def _short(names: tuple[str, ...], n: int = 3) -> str:
 
 
 # ------------------------------------------------------------------ measuring
-def _final_relax(trace: Any) -> Any:
-    steps = [s for s in trace if s.on_main_chain and s.level == "relax" and s.after is not None]
-    if not steps:
-        raise ValueError("the build's trace has no Relax pipeline step to profile from")
-    return steps[-1].after
+def _final_relax(build: Any) -> Any:
+    """The module the Relax pipeline ended with: the trace's last Relax step's, or for a
+    re-run that ran no Relax pass (it resumed after the last one) the module resumed from."""
+    steps = [s for s in build.trace
+             if s.on_main_chain and s.level == "relax" and s.after is not None]
+    if steps:
+        return steps[-1].after
+    if getattr(build, "snapshot", None) is not None:
+        return build.snapshot
+    raise ValueError("the build's trace has no Relax pipeline step to profile from")
 
 
 def _kernel_names(build: Any) -> dict[str, str]:
@@ -309,7 +314,7 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     calls, copies = _timing.capture(vm, entry, tensors, set(names))
     opts: dict[str, Any] = dict(number=number,
                                 min_repeat_ms=2 if min_repeat_ms is None else min_repeat_ms)
-    skeleton = _timing.skeleton(_final_relax(build.trace), tgt, kind, dev)
+    skeleton = _timing.skeleton(_final_relax(build), tgt, kind, dev)
     lib = _timing.kernel_library(vm)
     per_sig = Counter(c.signature for c in calls if c.kernel)
     bytes_of = {c.signature: c.nbytes for c in calls if c.kernel}

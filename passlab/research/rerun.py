@@ -13,7 +13,7 @@ of its entries (:func:`keep_only`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -126,7 +126,8 @@ class Rerun(Build):
         return f"<Rerun: {self.note}>"
 
 
-def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
+def rerun(original: Build, new_pipeline: Pipeline, *, reuse: Collection[Build] = (),
+          progress: bool | Callable[[str, int], None] = False) -> Rerun:
     """Build with ``new_pipeline``, reusing ``original``'s snapshots up to the first pass
     that differs.
 
@@ -141,6 +142,11 @@ def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
         A recorded build (from :func:`passlab.build`).
     new_pipeline
         The edited pipeline; a different target means a full rebuild.
+    reuse
+        Other earlier builds whose compiled kernels may be reused too (``original``'s
+        always may): see ``passlab.build``.
+    progress
+        As for ``passlab.build``: the passes of the re-run part.
 
     Returns
     -------
@@ -183,7 +189,7 @@ def rerun(original: Build, new_pipeline: Pipeline) -> Rerun:
     first = new_enabled[k] if k < len(new_enabled) else len(new_entries)
     rest = keep_only(new_pipeline, range(first, len(new_entries)))
     try:
-        resumed = build(snapshot, rest, reuse=original)
+        resumed = build(snapshot, rest, reuse=[original, *reuse], progress=progress)
     except BuildError as exc:  # its steps keep the whole pipeline's numbers too
         if exc.trace is not None:
             numbering.resumed(exc.trace, new_pipeline, first)

@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
 
 import passlab  # noqa: E402
+from passlab.research._profile_plot import seconds_text as _seconds  # noqa: E402
 from passlab.research.rerun import Rerun  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 from passlab.views.explorer_edit import Edit, EditSession, apply_edit, known_passes  # noqa: E402
@@ -54,6 +55,14 @@ def check_edited_run(ex, mlp_build, r):
     result = ex.history[1].result
     assert result.ok and result.max_abs_diff == 0.0
     assert dict((m, (a, b)) for m, a, b in result.measures)["kernels"] == (4, 4)
+    # run time of both on the same seeded inputs; build times of other work not subtracted
+    assert all(isinstance(t, float) and t > 0 for t in result.run_s) and not result.run_error
+    assert result.built == ("whole pipeline", "re-run from #5 FuseOps (4 recorded passes "
+                                              "reused)")
+    rows = {r[0]: r for r in result._rows()}
+    assert rows["build time"][3] == "other work"
+    assert rows["run time (end to end, per run)"][1:3] == [
+        _seconds(result.run_s[0]), _seconds(result.run_s[1])]
 
 
 def test_edit_from_python(mlp_build, positions):
@@ -73,6 +82,9 @@ def test_edit_from_python(mlp_build, positions):
     peak = next(line for line in text.splitlines() if line.startswith("liveness peak"))
     assert peak.split() == ["liveness", "peak", "2.6", "KiB", "2.6", "KiB", "+0", "B"]
     assert "resumed at step #9 (before FoldConstant) with pass FuseOps" in text
+    assert ("Build time: A whole pipeline, B re-run from #5 FuseOps (4 recorded passes "
+            "reused). Those are different work, so B - A is not shown") in text
+    assert "A and B in alternation on the same seeded inputs (time_evaluator)" in text
     assert "<caption>A/B: the edited run against the build it was edited from</caption>" \
         in entry.to_html()
 
@@ -212,7 +224,10 @@ def test_an_edit_that_changes_the_entry_signature_is_kept_and_says_why(mlp_build
         "change it; B's build and trace are kept in the history)")
     text = result.to_text().splitlines()
     assert text[4].split() == ["outputs:", "max", "abs", "diff", "vs", "A", "not", "compared"]
-    assert text[-2] == "outputs not compared: " + result.not_compared
+    assert "outputs not compared: " + result.not_compared in text
+    # nor timed against each other: they take other inputs
+    assert result.run_s == (None, None)
+    assert text[-1] == "run time not measured: A and B take different inputs (see above)"
     assert ("Outputs not compared: the edit changed the entry function&#x27;s signature"
             in ex.edit_html)
     # an edit from there back to the recorded pipeline compares with the original

@@ -31,11 +31,13 @@ from passlab.errors import BuildError, first_line
 from passlab.pipeline import PassEntry, Pipeline
 from passlab.recording import numbering as _numbering
 from passlab.recording.build import Build, max_abs_diff
+from passlab.research._profile_plot import seconds_text
+from passlab.research.profile import NOISY, paired_end_to_end
 from passlab.research.rerun import Rerun, rerun
 from passlab.views._pipeline_edits import ACTIONS, Edit, apply_edit, known_passes
 
 __all__ = ["ACTIONS", "Edit", "EditSession", "HistoryEntry", "ABResult", "known_passes",
-           "apply_edit", "pane_html"]
+           "apply_edit", "pane_html", "built_what"]
 
 
 # ------------------------------------------------------------------------ results
@@ -66,7 +68,24 @@ def _cell(name: str, value: float | None) -> str:
         return "?"
     if name == "peak":
         return _render.human_bytes(int(value))
+    if name == "run time":
+        return seconds_text(value)
     return f"{value:.3f} s" if name == "build time" else str(int(value))
+
+
+def built_what(build: Build) -> str:
+    """What a build's ``seconds`` measured: "whole pipeline", or for a re-run the part it
+    ran, e.g. "re-run from #5 FuseOps (4 recorded passes reused)"."""
+    if not isinstance(build, Rerun) or build.reused == 0:
+        return "whole pipeline"
+    first = (f"#{build.resumed_position} {build.resumed_pass}" if build.resumed_pass
+             else "the TIR stage")
+    n = build.reused
+    return f"re-run from {first} ({n} recorded pass{'es' if n != 1 else ''} reused)"
+
+
+#: Repeats of the A/B run time (both entry functions in alternation, per repeat).
+RUN_REPEAT = 5
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,16 @@ class ABResult(_render.Displayable):
     #: changes the entry function's signature (BundleModelParams, LiftTransformParams,
     #: LazyGetInput, LazySetOutput), or a run that failed
     not_compared: str = ""
+    #: end-to-end run time of A's and B's entry functions (seconds per run, medians),
+    #: timed in alternation on the same seeded inputs (``time_evaluator``, as
+    #: ``Build.profile`` does); None where they could not be timed (``run_error``)
+    run_s: tuple[float | None, float | None] = (None, None)
+    #: the larger of the two spreads ((max - min) / median over the repeats)
+    run_spread: float | None = None
+    run_error: str = ""
+    #: what each build time measured (:func:`built_what`): a whole build and a re-run's
+    #: part are different work, so their difference is not shown
+    built: tuple[str, str] = ("whole pipeline", "whole pipeline")
 
     @property
     def ok(self) -> bool:
@@ -98,17 +127,41 @@ class ABResult(_render.Displayable):
         if self.max_abs_diff_original is not None:
             rows.append(["outputs: max abs diff vs the original", "", "",
                          _num(self.max_abs_diff_original)])
+        ra, rb = self.run_s
+        if ra is not None or rb is not None or self.run_error:
+            rows.append(["run time (end to end, per run)", _cell("run time", ra),
+                         _cell("run time", rb), _run_change(ra, rb, self.run_spread)])
+        like = self.built[0] == self.built[1]
         for name, a, b in self.measures:
             change = "" if a is None or b is None else (
                 f"{b - a:+.3f} s" if name == "build time" else
                 (_render.human_bytes(int(b - a)) if name == "peak" else f"{int(b - a):+d}"))
             if name == "peak" and change and not change.startswith("-"):
                 change = "+" + change
+            if name == "build time" and not like:
+                change = "other work"  # a whole build against a re-run's part
             label = {"kernels": "number of kernels", "peak": "liveness peak",
-                     "build time": "build time (B: the re-run part)" if self.note
-                     else "build time"}.get(name, name)
+                     "build time": "build time"}.get(name, name)
             rows.append([label, _cell(name, a), _cell(name, b), change])
         return rows
+
+    def _notes(self) -> list[str]:
+        out = [n for n in (self.not_compared and f"outputs not compared: {self.not_compared}",
+                           self.note) if n]
+        a, b = self.built
+        out.append(f"Build time: A {a}, B {b}." + (
+            "" if a == b else " Those are different work, so B - A is not shown; the "
+            "run time compares like with like."))
+        if self.run_error:
+            out.append(f"run time not measured: {self.run_error}")
+        elif self.run_s[0] is not None:
+            out.append(f"Run time: median of {RUN_REPEAT} repeats of each entry function, "
+                       "A and B in alternation on the same seeded inputs (time_evaluator)"
+                       + ("" if self.run_spread is None else
+                          f"; spread {self.run_spread:.0%}"
+                          + (" (noisy: the difference may be noise)"
+                             if self.run_spread > NOISY else "")) + ".")
+        return out
 
     def to_text(self) -> str:
         head = f"A: {self.a}\nB: {self.b}"
@@ -116,9 +169,7 @@ class ABResult(_render.Displayable):
             return (f"{head}\nfailed at {self.failed_step}: {self.error}"
                     + (f"\n\nreproducer:\n{self.reproducer}" if self.reproducer else ""))
         table = _render.text_table(["", "A", "B", "B - A"], self._rows())
-        notes = [n for n in (self.not_compared and f"outputs not compared: {self.not_compared}",
-                             self.note) if n]
-        return f"{head}\n{table}" + "".join(f"\n{n}" for n in notes)
+        return f"{head}\n{table}" + "".join(f"\n{n}" for n in self._notes())
 
     def to_html(self) -> str:
         head = (f'<div class="plx-ab-head">A: {html.escape(self.a)}<br>'
@@ -134,7 +185,10 @@ class ABResult(_render.Displayable):
         table = _render.html_table(["", "A", "B", "B - A"], rows, [""] * len(rows),
                                    caption="A/B: the edited run against the build it was "
                                            "edited from")
-        note = f'<div class="plx-note">{html.escape(self.note)}</div>' if self.note else ""
+        notes = self._notes()
+        if self.not_compared:
+            notes = notes[1:]
+        note = "".join(f'<div class="plx-note">{html.escape(n)}</div>' for n in notes)
         if self.not_compared:
             note = (f'<div class="plx-warn plx-ab-uncompared">Outputs not compared: '
                     f"{html.escape(self.not_compared)}</div>{note}")
@@ -143,6 +197,14 @@ class ABResult(_render.Displayable):
 
 def _num(x: float | None) -> str:
     return "?" if x is None else f"{x:.3g}"
+
+
+def _run_change(a: float | None, b: float | None, spread: float | None) -> str:
+    if a is None or b is None:
+        return ""
+    d = b - a
+    pct = f" ({d / a:+.1%})" if a > 0 else ""
+    return ("+" if d >= 0 else "-") + seconds_text(abs(d)) + pct
 
 
 @dataclass(frozen=True)
@@ -328,9 +390,20 @@ def _ab(prev: HistoryEntry, new: Build, label: str, original: Build) -> ABResult
         diff = diff_orig = None
         why = (f"running A and B on the same inputs failed "
                f"({type(exc).__name__}: {first_line(exc)})")
+    run_s: tuple[float | None, float | None] = (None, None)
+    spread, run_error = None, ""
+    if _incomparable(a_build, new):
+        run_error = "A and B take different inputs (see above)"
+    else:
+        try:
+            ta, tb, spread = paired_end_to_end(a_build, new, repeat=RUN_REPEAT)
+            run_s = (ta, tb)
+        except Exception as exc:  # noqa: BLE001 - e.g. a GPU build without its device
+            run_error = f"{type(exc).__name__}: {first_line(exc)}"
     return ABResult(prev.label, label, tuple((k, ma[k], mb[k]) for k in ma),
                     diff, diff_orig, new.note if isinstance(new, Rerun) else "",
-                    not_compared=why)
+                    not_compared=why, run_s=run_s, run_spread=spread, run_error=run_error,
+                    built=(built_what(a_build), built_what(new)))
 
 
 def _incomparable(a: Build, b: Build) -> str:

@@ -236,3 +236,25 @@ def test_model_explorer_time_overlay(mlp_build, mlp_profile, tmp_path):
     assert time[next(iter(time))]["results"] == {}  # LegalizeOps: no kernel names yet
     plain = passlab.to_model_explorer(mlp_build.trace, tmp_path / "p.json")
     assert len(plain) == 3
+
+
+def test_time_colour_uses_the_profiles_totals(mlp_build, mlp_profile):
+    from passlab.analysis import _graph_render
+    from passlab.analysis.graph import fused_graph, kernel_times
+
+    g = fused_graph(mlp_build.trace.find("FuseTIR"))
+    times = kernel_times(g, mlp_profile)
+    by_label = {n.id: n.label for n in g.nodes}
+    assert times == {i: mlp_profile[by_label[i]].total_s for i in times}
+    assert set(times) == {n.id for n in g.nodes if n.kind not in _graph_render.TERMINALS}
+    ov = _graph_render.overlay(g, "time", times)
+    slow = max(times, key=times.get)
+    fast = min(times, key=times.get)
+    assert (ov.lo, ov.hi) == (times[fast], times[slow])
+    # the viridis ramp's ends: the slowest kernel yellow, the fastest dark violet
+    assert (ov.fills[slow], ov.fills[fast]) == ("#fde725", "#440154")
+    dot = g.to_dot("time", profile=mlp_profile)
+    assert f'"{slow}" [shape=box, style="rounded,filled", fillcolor="#fde725"' in dot
+    with pytest.raises(ValueError, match=r"overlay='time' needs a profile: "
+                                         r"g.to_dot\('time', profile=build.profile\(\)\)"):
+        g.to_dot("time")

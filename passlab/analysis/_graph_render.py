@@ -29,7 +29,9 @@ _FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant
 #: What ``overlay=`` can colour by: nothing, bytes (edges by tensor bytes, kernels by bytes
 #: in+out), or kernels by ``values`` given per node (the Explorer's FLOPs, which need the
 #: module: see :func:`passlab._tvm.tir.flops`).
-OVERLAYS = ("none", "bytes", "flops")
+OVERLAYS = ("none", "bytes", "flops", "time")
+#: ... or "time": kernels by a profile's seconds per run (``values`` again: node id ->
+#: seconds, :func:`passlab.analysis.graph.kernel_times`).
 #: Change marks against an earlier graph: node class and outline colour (read on light
 #: and dark backgrounds).
 MARKS = {"new": ("plx-new", "#2da44e"), "rewritten": ("plx-rewritten", "#d4a72c")}
@@ -118,6 +120,13 @@ class Overlay:
     by: str = "bytes"
 
 
+_NEEDS_VALUES = {
+    "flops": "overlay='flops' needs the FLOPs of each kernel, which come from the module, "
+             "not the graph: the Explorer's graph pane computes them; use overlay='bytes' here",
+    "time": "overlay='time' needs a profile: g.to_dot('time', profile=build.profile()) (in "
+            "the Explorer: the Profile tab's Profile button, or Explorer(build, profile=p))"}
+
+
 def overlay(g: Any, by: str, values: Mapping[str, float | None] | None = None
             ) -> Overlay | None:
     """The overlay ``by`` of graph ``g``'s shown part: "none", "bytes", or "flops" with
@@ -127,11 +136,9 @@ def overlay(g: Any, by: str, values: Mapping[str, float | None] | None = None
     if by == "none":
         return None
     nodes, edges, _ = shown(g)
-    if by == "flops":
+    if by in ("flops", "time"):
         if values is None:
-            raise ValueError("overlay='flops' needs the FLOPs of each kernel, which come from "
-                             "the module, not the graph: the Explorer's graph pane computes "
-                             "them; use overlay='bytes' here")
+            raise ValueError(_NEEDS_VALUES[by])
         sizes = {n.id: values.get(n.id) for n in nodes if n.kind not in TERMINALS}
         edges = ()
     else:

@@ -34,7 +34,8 @@ from passlab.analysis._graph_render import (
     TERMINALS as TERMINALS,  # node kinds that are data, not computation
 )
 
-__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops"]
+__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops",
+           "kernel_times"]
 
 
 @dataclass(frozen=True)
@@ -138,15 +139,21 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         return tuple(e for e in self.edges if e.src == node_id)
 
     # ------------------------------------------------------------------ rendering
-    def to_dot(self, overlay: str = "none") -> str:
+    def to_dot(self, overlay: str = "none",
+               profile: Any = None) -> str:
         """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
+        ``overlay="time"`` colours kernels by their time per run in ``profile`` (a
+        :class:`~passlab.research.profile.Profile`: ``build.profile()``; see
+        :func:`kernel_times`), on the FLOPs overlay's viridis ramp, log scale.
         ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes."""
-        return _graph_render.to_dot(self, overlay_by=overlay)
+        return _graph_render.to_dot(self, overlay_by=overlay,
+                                    values=kernel_times(self, profile) if overlay == "time" else None)
 
-    def to_svg(self, overlay: str = "none") -> str:
+    def to_svg(self, overlay: str = "none",
+               profile: Any = None) -> str:
         """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
         ``graphviz-pure`` (``RuntimeError`` naming what to install when neither exists)."""
-        return _render.dot_to_svg(self.to_dot(overlay))
+        return _render.dot_to_svg(self.to_dot(overlay, profile=profile))
 
     def to_text(self) -> str:
         """A readable listing: one line per node, its input tensors indented below."""
@@ -353,4 +360,28 @@ def kernel_flops(module: Any, graph: FusedGraph) -> dict[str, float | None]:
             parts = [flops(funcs[c]) for c in _tvm.called_functions(func) if c in funcs]
             known = [p for p in parts if p]
             out[n.id] = sum(known) if known else None
+    return out
+
+
+def kernel_times(graph: FusedGraph, profile: Any) -> dict[str, float | None] | None:
+    """Each call of ``graph``, by node id: its kernel's time per run in ``profile`` (a
+    :class:`~passlab.research.profile.Profile`: ``total_s``, all the kernel's calls
+    together, as the Profile pane lists it), None for a call whose kernel the run did not
+    time (an operator before LegalizeOps, a kernel the VM never called). Data nodes are
+    left out; None without a profile.
+
+    Examples
+    --------
+    >>> b = passlab.build(passlab.models.mlp())
+    >>> times = kernel_times(fused_graph(b.trace[-1]), b.profile(repeat=1))  # doctest: +SKIP
+    """
+    if profile is None:
+        return None
+    totals = {k.kernel: k.total_s for k in profile if k.calls > 0}
+    out: dict[str, float | None] = {}
+    for n in graph.nodes:
+        if n.kind in TERMINALS:
+            continue
+        name = next((x for x in dict.fromkeys((n.label, n.id)) if x in totals), None)
+        out[n.id] = None if name is None else totals[name]
     return out

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from passlab.views._bundle import BundleError, join, module_order, parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "passlab"
@@ -204,11 +208,18 @@ def _js_code(source: str) -> str:
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', source)
 
 
+def _js_imports(name: str, text: str) -> set[str]:
+    """The local names ``name``'s import statements bind (the bundler's own reading)."""
+    return {local for _path, names, _line in parse_module(name, text).imports
+            for _name, local in names}
+
+
 def shared_js_globals(files: dict[str, str]) -> list[str]:
     """``"a.js: NAME (read by b.js, ...)"`` for each top-level name of one file that
-    another file reads without declaring it itself."""
+    another file reads without declaring or importing it itself."""
     code = {name: _js_code(text) for name, text in files.items()}
-    own = {name: set(_JS_ANY_DECL.findall(text)) for name, text in code.items()}
+    own = {name: set(_JS_ANY_DECL.findall(text)) | _js_imports(name, files[name])
+           for name, text in code.items()}
     out = []
     for name, text in sorted(code.items()):
         for glob in sorted(set(_JS_DECL.findall(text))):
@@ -223,17 +234,101 @@ def shared_js_globals(files: dict[str, str]) -> list[str]:
 def test_the_js_globals_check_sees_a_shared_global():
     files = {"a.js": "const PANES = {};\nfunction h(tag) {\n  return tag; // h\n}\n",
              "b.js": 'PANES.x = h("div");\nconst s = "PANES";\n',
-             "c.js": "function h(t) { return t; }\nh(1);\n"}  # its own h: no read of a's
+             "c.js": "function h(t) { return t; }\nh(1);\n",  # its own h: no read of a's
+             "d.js": 'import { h } from "./a.js";\nh(PANES);\n'}  # imports h, not PANES
     assert shared_js_globals(files) == [
-        "a.js: PANES (read by b.js)", "a.js: h (read by b.js)", "c.js: h (read by b.js)"]
+        "a.js: PANES (read by b.js, d.js)", "a.js: h (read by b.js)", "c.js: h (read by b.js)"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the Explorer's front end is still parts joined by views.explorer.bundle() that share "
-    "top-level names (core.js's h, PANES, makeContext, ...) and depend on load order; "
-    "issue 21 item 2 makes them ES modules with explicit imports"))
 def test_no_js_file_defines_a_global_another_file_reads():
     # passlab's own front end; static/widgets/ holds vendored third-party files
-    files = {str(p.relative_to(STATIC)): p.read_text("utf-8") for p in sorted(STATIC.rglob("*.js"))
-             if "widgets" not in p.relative_to(STATIC).parts}
+    files = {p.relative_to(STATIC).as_posix(): p.read_text("utf-8")
+             for p in sorted(STATIC.rglob("*.js")) if "widgets" not in p.relative_to(STATIC).parts}
+    assert "explorer/graph/pane.js" in files
     assert shared_js_globals(files) == []
+
+
+# ------------------------------------------------------------------------- the bundler
+def _modules(files: dict[str, str]):
+    def read(path, where):
+        if path not in files:
+            raise BundleError(f"{where}: no module {path!r}")
+        return files[path]
+    return read
+
+
+def test_the_bundle_orders_modules_by_their_imports_and_scopes_each():
+    files = {"main.js": 'import { b } from "./x/b.js";\nimport { a as first } from "./a.js";\n'
+                        "export function render() { return first + b; }\n"
+                        "export default { render };\n",
+             "a.js": "const hidden = 1;\nexport const a = hidden;\n",
+             "x/b.js": 'import { a } from "../a.js";\nconst hidden = 2;\n'
+                       "export let b = a + hidden;\nexport { hidden as two };\n"}
+    order = module_order(("main.js",), _modules(files))
+    assert [m.path for m in order] == ["a.js", "x/b.js", "main.js"]
+    assert order[1].exports == (("b", "b"), ("two", "hidden"))
+    assert order[2].imports == (("x/b.js", (("b", "b"),), 1), ("a.js", (("a", "first"),), 2))
+    text = join(order)
+    assert text.endswith("export default __m_main.default;\n")
+    assert "const { a: first } = __m_a;" in text
+    assert "return { b, two: hidden };" in text
+    # each module keeps its line count (browser line numbers point into the file)
+    assert all(m.code.count("\n") == files[m.path].count("\n") for m in order)
+    js = subprocess.run(["node", "--input-type=module", "-e",
+                         text.replace("export default", "const d =") + "console.log(d.render());"],
+                        capture_output=True, text=True, check=False) if shutil.which("node") else None
+    if js is not None:
+        assert (js.returncode, js.stdout) == (0, "4\n"), js.stderr  # two `hidden`s, no clash
+
+
+def test_the_bundle_refuses_a_cycle_a_missing_file_and_other_syntax():
+    cyc = {"a.js": 'import { b } from "./b.js";\nexport const a = 1;\n',
+           "b.js": '\nimport { a } from "./a.js";\nexport const b = 2;\n'}
+    with pytest.raises(BundleError, match=r"^b.js:2: import cycle a.js -> b.js -> a.js"):
+        module_order(("a.js",), _modules(cyc))
+    with pytest.raises(BundleError, match=r"^a.js:1: no module 'b.js'"):
+        module_order(("a.js",), _modules({"a.js": cyc["a.js"]}))
+    with pytest.raises(BundleError, match=r"^a.js:1: b.js exports no 'c' \(it exports b\)"):
+        module_order(("a.js",), _modules({"a.js": 'import { c } from "./b.js";\n',
+                                          "b.js": "export const b = 1;\n"}))
+    for line in ['import * as x from "./b.js";', 'import x from "./b.js";', 'import "./b.js";',
+                 'export * from "./b.js";', 'import { a } from "b";', "export default render;",
+                 "  export var v = 1;"]:
+        with pytest.raises(BundleError, match=r"^m.js:3: .* is not in the bundler's subset"):
+            parse_module("m.js", "// m\nconst x = 1;\n" + line + "\n")
+    with pytest.raises(BundleError, match="needs export default"):
+        join(module_order(("b.js",), _modules({"b.js": "export const b = 1;\n"})))
+
+
+def test_the_explorer_bundle_is_one_es_module_ending_in_its_render():
+    from passlab.views.explorer import JS_PARTS, bundle
+
+    text = bundle(JS_PARTS)
+    assert text.endswith("export default __m_explorer_main.default;\n")
+    assert text.count("\nexport ") == 1 and "\nimport " not in text
+    assert bundle(JS_PARTS) is text  # cached: built once per process
+    if shutil.which("node"):
+        js = subprocess.run(["node", "--input-type=module", "--check"], input=text,
+                            capture_output=True, text=True, check=False)
+        assert js.returncode == 0, js.stderr
+
+
+def test_dev_mode_rewrites_the_bundle_when_a_source_changes(tmp_path):
+    import time
+
+    from passlab.views._bundle import bundle, dev_file
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.js").write_text("export function render() {}\nexport default { render };\n")
+    build = lambda: bundle(("main.js",), root=src, fresh=True)  # noqa: E731
+    path = dev_file("main.js", build, every=0.05, root=src, out=tmp_path / "dev")
+    assert path == tmp_path / "dev" / "main.js" and "render() {}" in path.read_text()
+    time.sleep(0.1)
+    (src / "main.js").write_text("export function render() { return 2; }\n"
+                                 "export default { render };\n")
+    for _ in range(100):
+        if "return 2" in path.read_text():
+            break
+        time.sleep(0.05)
+    assert "return 2" in path.read_text()

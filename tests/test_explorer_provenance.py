@@ -149,7 +149,7 @@ def test_explorer_registers_the_pane_and_renders_it(trace):
 
     ex = Explorer(trace, tab="provenance", selected=trace.find("FuseTIR").index)
     assert 'class="passlab-prov"' in ex.provenance_html
-    assert "PANES.provenance = provenancePane;" in Explorer._esm
+    assert "provenance: provenancePane" in Explorer._esm  # main.js: tab -> pane factory
     assert ".plx-pane-provenance" in Explorer._css
 
 

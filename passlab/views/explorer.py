@@ -1,7 +1,7 @@
 """Explorer: a Jupyter widget to walk through a recorded build, pass by pass.
 
-Python owns the state (synced traitlets); the front end (``static/explorer/*.js``, joined
-into one ES module by :func:`bundle`) only renders it and sends the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
+Python owns the state (synced traitlets); the front end (the ES modules of
+``static/explorer/``, joined into one by :func:`bundle`) only renders it and sends the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
 only that step's open pane (:mod:`passlab.views.explorer_panes`).
 
 Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
@@ -9,30 +9,41 @@ Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
 
 from __future__ import annotations
 
-import pathlib
+import os
 from typing import Any
 
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import block_html
 from passlab.recording.trace import Step, Trace
+from passlab.views import _bundle
 from passlab.views import _explorer_life as _life
 from passlab.views import explorer_panes as panes
 
 __all__ = ["Explorer"]
 
-_STATIC = pathlib.Path(__file__).parent / "static"
-#: The front end's parts, in bundle order: helpers, the pass list, the graph pane, the
-#: other panes, then the skeleton that exports ``render``. One room per part.
-JS_PARTS = ("core.js", "list.js", "graph.js", "ir.js", "panes.js", "provenance.js", "edit.js",
-            "main.js")
-CSS_PARTS = ("base.css", "graph.css", "ir.css", "provenance.css", "edit.css")
+#: The front end's entry module (it imports the others) and its style sheets, in order.
+JS_PARTS = ("explorer/main.js",)
+CSS_PARTS = ("explorer/base.css", "explorer/graph.css", "explorer/ir.css",
+             "explorer/provenance.css", "explorer/edit.css")
+#: ``PASSLAB_DEV=1``: ``_esm`` and ``_css`` are files, rebuilt when a source changes, so
+#: anywidget reloads them live (its ``ANYWIDGET_HMR``, set too; needs ``watchfiles``).
+DEV = os.environ.get("PASSLAB_DEV") == "1"
 
 
 def bundle(parts: tuple[str, ...]) -> str:
-    """The parts of ``static/explorer/`` joined into one file (an anywidget ``_esm`` is
-    one ES module), each headed by its file name."""
-    return "\n".join(f"/* --- {name} --- */\n" + (_STATIC / "explorer" / name).read_text("utf-8")
-                     for name in parts)
+    """The front end as one file: JS ``parts`` are entry modules, joined with what they
+    import into one ES module (anywidget's ``_esm``; :mod:`passlab.views._bundle`); CSS
+    parts are joined in order. Cached."""
+    return _bundle.bundle(parts, fresh=DEV)
+
+
+def _asset(name: str, parts: tuple[str, ...], extra: str = "") -> Any:
+    """The inline bundle, or in development mode the file it is kept in."""
+    if not DEV:
+        return bundle(parts) + extra
+    os.environ.setdefault("ANYWIDGET_HMR", "1")
+    return _bundle.dev_file(name, lambda: bundle(parts) + extra)
+
 
 _NEEDS = ("passlab.Explorer needs ipywidgets and anywidget (the 'notebook' extra): "
           "pip install 'passlab[notebook]'")
@@ -82,9 +93,9 @@ else:
         True
         """
 
-        _esm = bundle(JS_PARTS)
+        _esm = _asset("explorer.js", JS_PARTS)
         # token colours of highlighted IR (diffs, and kernel TIR shown in the graph pane)
-        _css = bundle(CSS_PARTS) + "\n" + TOKEN_CSS
+        _css = _asset("explorer.css", CSS_PARTS, "\n" + TOKEN_CSS)
 
         # -- the data (sent once)
         steps = t.List(help="one row per step: i, label, stage, kind, origin, depth, "

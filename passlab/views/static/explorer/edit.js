@@ -4,7 +4,8 @@
 // data-edit / data-pos / data-show, and this part turns clicks into trait changes:
 // edit_pending (the list of pending edits), edit_run (bumped by Run), edit_shown.
 
-function editPane(ctx, pane) {
+
+export function editPane(ctx, pane) {
   const { model, on, send } = ctx;
   const pending = () => model.get("edit_pending") || [];
   const push = (op) => { ctx.busy(); send({ edit_pending: [...pending(), op] }); };
@@ -86,4 +87,3 @@ function editPane(ctx, pane) {
   on("change:edit_html", render);
   return {};
 }
-PANES.edit = editPane;

@@ -4,6 +4,8 @@
 // Matches are found in each code cell's text and wrapped in <mark class="plx-hit">
 // across the token spans of the highlighted HTML; IR text is never parsed as HTML.
 
+import { h } from "./core.js";
+
 const MAX_HITS = 20000;  // more marks than this make a page crawl; the count says "+"
 
 // the marks of `ranges` ([start, stop) in cell.textContent, sorted, not overlapping):
@@ -69,7 +71,7 @@ const STATUS_SIGN = { added: "+", removed: "\u2212", modified: "~", renamed: "\u
 // Search box, function list and (diff pane) binding links for the diff HTML in `body`;
 // `name` is the pane ("diff" or "compare"). Returns { bar, rendered() }: put the bar
 // above the body and call rendered() after every change of the body's HTML.
-function irTools(ctx, pane, body, name) {
+export function irTools(ctx, pane, body, name) {
   const { model, send } = ctx;
   const jump = h("select", { class: "plx-ir-jump", "aria-label": "jump to a changed function" });
   const input = h("input", { type: "search", class: "plx-ir-search", placeholder: "find in IR",

@@ -1,6 +1,8 @@
 // The pass list and its filters (search, stage, changed only, inner passes).
 
-function passList(ctx) {
+import { h } from "./core.js";
+
+export function passList(ctx) {
   const { model, on, send } = ctx;
   const search = h("input", { type: "search", placeholder: "search passes", class: "plx-search",
                               "aria-label": "search passes" });

@@ -1,4 +1,12 @@
-// The Explorer's skeleton: header, pass list, tabs and panes; the busy flag.
+// The Explorer's skeleton: header, pass list, tabs and panes; the busy flag. The entry
+// module of the bundle (its default export is anywidget's { render }).
+
+import { h, makeContext } from "./core.js";
+import { editPane } from "./edit.js";
+import { graphPane } from "./graph/pane.js";
+import { passList } from "./list.js";
+import { buffersPane, comparePane, diffPane, explainStrip, htmlPane } from "./panes.js";
+import { provenancePane } from "./provenance.js";
 
 const TABS = [
   ["diff", "Diff"], ["graph", "Fused graph"], ["buffers", "Buffers"],
@@ -6,7 +14,13 @@ const TABS = [
   ["edit", "Edit"],
 ];
 
-function render({ model, el }) {
+// tab name -> pane factory; a tab without one shows its `<tab>_html` trait (htmlPane)
+const PANES = {
+  diff: diffPane, graph: graphPane, buffers: buffersPane, provenance: provenancePane,
+  compare: comparePane, edit: editPane,
+};
+
+export function render({ model, el }) {
   const ctx = makeContext(model);
   const { on, send } = ctx;
 

@@ -1,8 +1,12 @@
 // The step panes besides the graph: diff, compare, buffers (with bound sliders),
 // pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
 
+import { h, stepText } from "./core.js";
+import { highlightPlain } from "./highlight.js";
+import { irTools } from "./ir.js";
+
 // a pane that is its HTML (pipeline, and any tab without a factory)
-function htmlPane(ctx, pane, name) {
+export function htmlPane(ctx, pane, name) {
   const { model, on } = ctx;
   const render = () => { pane.innerHTML = model.get(`${name}_html`); };
   render();
@@ -12,7 +16,7 @@ function htmlPane(ctx, pane, name) {
 
 // the diff of the selected pass, with the IR search and function list of ir.js above
 // it; diffs print the first few functions and the "show all" button asks for the rest
-function diffPane(ctx, pane) {
+export function diffPane(ctx, pane) {
   const { model, on, send } = ctx;
   const body = h("div", { class: "plx-diff-body" });
   const tools = irTools(ctx, pane, body, "diff");
@@ -20,14 +24,18 @@ function diffPane(ctx, pane) {
   pane.addEventListener("click", (ev) => {
     if (ev.target.closest && ev.target.closest(".plx-show-all")) { ctx.busy(); send({ diff_all: true }); }
   });
-  const render = () => { body.innerHTML = model.get("diff_html"); tools.rendered(); };
+  const render = () => {
+    body.innerHTML = model.get("diff_html");
+    highlightPlain(body);  // a static report's diffs come without token colours
+    tools.rendered();
+  };
   render();
   on("change:diff_html", render);
   return {};
 }
 
 // compare: choose A and B; the diff runs from A's input to B's output
-function comparePane(ctx, pane) {
+export function comparePane(ctx, pane) {
   const { model, on, send } = ctx;
   const selA = h("select", { class: "plx-compare-a", "aria-label": "compare from" });
   const selB = h("select", { class: "plx-compare-b", "aria-label": "compare to" });
@@ -69,7 +77,7 @@ function comparePane(ctx, pane) {
 }
 
 // buffers: a slider per symbolic dimension (Python redraws with bounds={n: value})
-function buffersPane(ctx, pane) {
+export function buffersPane(ctx, pane) {
   const { model, on, send } = ctx;
   const boundsBar = h("div", { class: "plx-bounds" });
   const body = h("div", { class: "plx-buffers-body" });
@@ -126,7 +134,7 @@ function buffersPane(ctx, pane) {
 
 // the Explain strip: what the selected pass does and what it changed here (HTML escaped
 // by passlab); its "what this pass does" fold stays open from pass to pass
-function explainStrip(ctx) {
+export function explainStrip(ctx) {
   const { model, on } = ctx;
   const strip = h("div", { class: "plx-explain-strip", "aria-live": "polite" });
   let open = false;
@@ -142,6 +150,3 @@ function explainStrip(ctx) {
   on("change:explain_html", render);
   return strip;
 }
-PANES.diff = diffPane;
-PANES.compare = comparePane;
-PANES.buffers = buffersPane;

@@ -4,6 +4,9 @@
 // data-kernel, data-ops and data-node. Hover shows the links; a click on an operator pins
 // them; a click on a kernel opens it in the fused-graph pane (the `focus` trait).
 
+import { h } from "./core.js";
+import { panZoom } from "./graph/interaction.js";
+
 function provList(text) {
   try { const v = JSON.parse(text || "[]"); return Array.isArray(v) ? v : []; } catch (e) { return []; }
 }
@@ -24,7 +27,7 @@ function provHighlight(root, el) {
   }
 }
 
-function provenancePane(ctx, pane) {
+export function provenancePane(ctx, pane) {
   const { model, on, send } = ctx;
   const tools = h("div", { class: "plx-graph-tools" }, h("span", { class: "plx-hint",
     text: "click an operator to pin its links, a kernel to open it in the fused graph" }));
@@ -92,4 +95,3 @@ function provenancePane(ctx, pane) {
   ctx.onCleanup(() => { for (const z of zooms) z.cleanup(); });
   return { onShow: () => { for (const z of zooms) z.place(); } };
 }
-PANES.provenance = provenancePane;

@@ -18,6 +18,7 @@ from passlab.recording.trace import Step, Trace
 from passlab.views import _bundle
 from passlab.views import _explorer_life as _life
 from passlab.views import explorer_panes as panes
+from passlab.views.explorer_profile import ProfileView
 
 __all__ = ["Explorer"]
 
@@ -74,7 +75,12 @@ else:
             :meth:`register_pass` and :attr:`history`.
         tab : str
             The pane to open: "diff", "graph", "buffers", "provenance", "compare",
-            "pipeline" or "edit".
+            "pipeline", "edit" or "profile".
+        profile : Profile, optional
+            The build's :class:`~passlab.research.profile.Profile` (``build.profile()``)
+            for the Profile pane and the graph's "time" colour; without one, an Explorer
+            on a Build times it when the pane's Profile button (or :meth:`run_profile`)
+            is pressed.
         selected : int, optional
             The step (its ``Step.index``) to open on; default the failing pass, the
             first user pass or the first pass that changed the module.
@@ -170,14 +176,28 @@ else:
         graph_params = t.Enum(("collapse", "show", "hide"), "collapse",
                               help="weights in the graph: fused_graph(params=...)"
                               ).tag(sync=True)
-        graph_overlay = t.Enum(("none", "bytes", "flops"), "none", help="colour the graph "
+        graph_overlay = t.Enum(("none", "bytes", "flops", "time"), "none", help="colour the graph "
                                "by: edges by tensor bytes and kernels by bytes in+out, or "
-                               "kernels by TVM's FLOP estimate").tag(sync=True)
+                               "kernels by TVM's FLOP estimate, or (with a profile) by "
+                               "their time per run").tag(sync=True)
+        profile_html = t.Unicode(help="the Profile pane: the kernel times of the shown build "
+                                 "(a Profile), sorted by profile_sort").tag(sync=True)
+        has_profile = t.Bool(False, help="the shown build has a profile (the graph then "
+                             "offers the 'time' colour)").tag(sync=True)
+        profile_sort = t.Unicode("-total", help="the Profile table's order: a column key "
+                                 "(kernel, calls, median, total, share, gflops, gbps, "
+                                 "sources, passes), '-' in front for descending"
+                                 ).tag(sync=True)
+        profile_run = t.Int(0, help="bumped by the Profile button: times the shown build "
+                            "(run_profile())").tag(sync=True)
+        profile_kernel = t.Unicode("", help="a kernel clicked in the Profile table: shown in "
+                                   "the graph pane (show_kernel()), then cleared"
+                                   ).tag(sync=True)
         rendered = t.Int(0, help="bumped after every render (the front end's busy flag)"
                          ).tag(sync=True)
 
         def __init__(self, trace: Any, *, tab: str = "diff", selected: int | None = None,
-                     **kwargs: Any) -> None:
+                     profile: Any = None, **kwargs: Any) -> None:
             from passlab.recording.build import Build
 
             # earlier Explorers nobody refers to any more let go of their builds now
@@ -202,6 +222,16 @@ else:
             self._trace = trace
             self._panes = panes.PaneRenderer(trace)
             self._panes.editor = self._session
+            self._profiles: dict[int, Any] = {}  # history entry -> its Profile
+            if profile is not None:
+                from passlab.research.profile import Profile
+
+                if not isinstance(profile, Profile):
+                    raise TypeError(f"profile must be a passlab Profile (build.profile()), "
+                                    f"not {type(profile).__name__}")
+                self._profiles[0] = profile
+            self._profile_view = ProfileView(profile, can_run=self._build is not None)
+            self._panes.profiler = self._profile_view
             self._ready = False  # observers wait until every trait is set
             main = [s for s in trace if s.on_main_chain] or list(trace)
             relax = [s for s in main if s.level == "relax"] or main
@@ -216,7 +246,7 @@ else:
                 stages=list(dict.fromkeys(s.stage for s in trace)),
                 summary=trace.summary().split("\n")[0],
                 failure=trace.failure.to_text() if trace.failure is not None else "",
-                tab=tab, **state)
+                tab=tab, has_profile=profile is not None, **state)
             self.visible = self._visible()
             self._ready = True
             self.selected = first
@@ -251,6 +281,9 @@ else:
                 return
             self._closed, self._ready = True, False  # observers stay quiet from here
             self._build = self._session = None
+            self._profiles = {}
+            if getattr(self, "_profile_view", None) is not None:  # None: __init__ failed
+                self._profile_view.profile = None
             self._trace = Trace([])
             self._panes = panes.PaneRenderer(self._trace)
             with self.hold_sync():
@@ -334,6 +367,10 @@ else:
                     self._trace = trace
                     self._panes = panes.PaneRenderer(trace)
                     self._panes.editor = self._session
+                    self._profile_view.profile = self._profiles.get(index)
+                    self._profile_view.message = ""
+                    self._panes.profiler = self._profile_view
+                    self.has_profile = self._profile_view.profile is not None
                     self.selected = -1
                     main = [s for s in trace if s.on_main_chain] or list(trace)
                     relax = [s for s in main if s.level == "relax"] or main
@@ -541,6 +578,95 @@ else:
                 if change["name"] == "edit_shown":
                     self.edit_shown = s.shown
             self._refresh_edit()
+
+        # ------------------------------------------------------------- profile
+        def run_profile(self, repeat: int = 10) -> Any:
+            """Time the shown build (``build.profile(repeat=...)``), show it in the
+            Profile pane and offer the graph's "time" colour; returns the Profile.
+
+            Examples
+            --------
+            >>> ex = Explorer(passlab.build(passlab.models.mlp()), tab="profile")
+            >>> ex.run_profile(repeat=2).entry, ex.has_profile
+            ('forward', True)
+            """
+            build = self._session.current.build if self._session is not None else None
+            if build is None:
+                raise TypeError("run_profile() needs the build, and this Explorer was opened "
+                                "on a trace: open passlab.Explorer(build), or pass "
+                                "passlab.Explorer(trace, profile=build.profile())")
+            self._set_profile(build.profile(repeat=repeat))
+            return self._profile_view.profile
+
+        def _set_profile(self, profile: Any) -> None:
+            shown = self._session.shown if self._session is not None else 0
+            self._profiles[shown] = profile
+            view = self._profile_view
+            view.profile, view.message = profile, ""
+            self._panes.forget_graphs()  # a "time" colour drawn before has other times
+            with self.hold_sync():
+                self.has_profile = profile is not None
+                self.graph_html = ""
+                self._render()
+
+        def show_kernel(self, kernel: str) -> None:
+            """Show ``kernel`` in the fused graph: the last main-chain pass whose graph
+            calls it is selected, the graph pane opened, the kernel's node picked (its
+            panel open) and focused. Weights shown when the kernel only transforms them
+            (folded into its consumers otherwise)."""
+            found = self._panes.kernel_node(kernel, self.graph_params)
+            if found is None:
+                raise ValueError(f"no fused graph of this trace calls kernel {kernel!r} "
+                                 "(a kernel the VM runs as a builtin, or one made after the "
+                                 "last Relax pass)")
+            index, params, node = found
+            self._ready = False
+            try:
+                with self.hold_sync():
+                    self.graph_params = params
+                    self.tab = "graph"
+                    self.selected = index
+                    self.node = node
+                    self.focus = [node]
+            finally:
+                self._ready = True
+            self._on_select(None)
+
+        @t.validate("profile_sort")
+        def _check_profile_sort(self, proposal: Any) -> str:
+            from passlab.views.explorer_profile import check_sort
+
+            try:
+                return check_sort(proposal["value"])
+            except ValueError as exc:
+                raise t.TraitError(str(exc)) from None
+
+        @t.observe("profile_sort", "profile_run", "profile_kernel")
+        def _on_profile(self, change: Any) -> None:
+            if not self._ready or self._closed:
+                return
+            view = self._profile_view
+            name = change["name"]
+            try:
+                if name == "profile_kernel":
+                    if not change["new"]:
+                        return
+                    self.profile_kernel = ""  # the same row clicked again is a change too
+                    self.show_kernel(change["new"])
+                    return
+                view.message = ""
+                if name == "profile_sort":
+                    view.sort = change["new"]
+                else:
+                    self.run_profile()
+                    return
+            except Exception as exc:  # noqa: BLE001 - the pane says what went wrong
+                view.message = f"{type(exc).__name__}: {exc}"
+            with self.hold_sync():
+                if self.tab == "profile":
+                    self._render()
+                else:
+                    self.profile_html = ""  # stale: redrawn when its tab opens
 
         def _render(self) -> None:
             """Fill the open pane for the current selection (a cached pane is free)."""

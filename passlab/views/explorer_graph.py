@@ -133,6 +133,10 @@ def _count(x: float) -> str:
 
 
 def _legend(ov: _graph_render.Overlay) -> str:
+    if ov.by == "time":
+        from passlab.views.explorer_profile import time_legend
+
+        return time_legend(ov)
     fill = ", ".join(_graph_render.FILL_RAMP)
     if ov.by == "flops":
         if ov.lo is None or ov.hi is None:

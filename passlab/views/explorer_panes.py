@@ -20,7 +20,7 @@ from passlab.recording.trace import Step, Trace
 __all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection", "PaneRenderer"]
 
 #: The panes, in the order of the tabs.
-TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit")
+TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit", "profile")
 DIFF_MODES = ("unified", "side-by-side")
 #: Diff lines a first view renders across its functions (a few screens): highlighting
 #: is what a large diff costs (a 32-layer forward rewritten by VMShapeLower: 8,800 lines,
@@ -137,6 +137,9 @@ class PaneRenderer:
         #: what the Edit pane shows (an object with ``to_html()``: the Explorer's edit
         #: session), None when the Explorer has no Build to re-run
         self.editor: Any = None
+        #: what the Profile pane shows (``explorer_profile.ProfileView``: the profile of
+        #: the shown build, and the graph's "time" colour), None: a note
+        self.profiler: Any = None
 
     def _cached(self, key: tuple, make: Callable[[], str], what: str) -> str:
         hit = self._cache.get(key)
@@ -189,6 +192,8 @@ class PaneRenderer:
             return self._cached(("pipeline",), self._pipeline, "the pipeline")
         if tab == "edit":
             return self._edit()
+        if tab == "profile":
+            return self._profile()
         if tab == "compare":
             return self._cached(("compare", a, b, mode, all_functions),
                                 lambda: self._compare(a, b, mode, all_functions),
@@ -310,6 +315,13 @@ class PaneRenderer:
             marks, removed = eg.changes(self.graph(prev.index, params), g, modified)
         module = step.module
         values = eg.node_flops(module, g) if overlay == "flops" else None
+        if overlay == "time":
+            values = self.profiler.node_times(g) if self.profiler is not None else None
+            if values is None:
+                head += _note("Colour by time needs a profile: open the Profile tab and press "
+                              "Profile, or open passlab.Explorer(build, "
+                              "profile=build.profile()).", "plx-warn")
+                overlay = "none"
         return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
                                    against=None if step.failed else prev, values=values)
 
@@ -396,6 +408,36 @@ class PaneRenderer:
                                                     ).to_html("plx-prov-box"),
                             f"the provenance up to {after.label}")
         return (_note(note) if note else "") + view
+
+    def _profile(self) -> str:
+        if self.profiler is not None:
+            return self.profiler.to_html()
+        from passlab.views.explorer_profile import pane_html
+
+        return pane_html(None)
+
+    def forget_graphs(self) -> None:
+        """Drop the cached graph panes (a new profile colours them by other times)."""
+        for key in [k for k in self._cache if k[0] == "graph"]:
+            del self._cache[key]
+
+    def kernel_node(self, kernel: str, params: str = "collapse"
+                    ) -> tuple[int, str, str] | None:
+        """``(step index, params, node id)``: the last main-chain Relax step whose
+        fused graph has a call of ``kernel``, with the parameter mode that shows it
+        (``params``, else "show" for a kernel folded into its consumers as a weight
+        transform), or None."""
+        main = [s for s in self.trace if _main(s) and not s.failed and s.level == "relax"]
+        for s in reversed(main):
+            if not _tvm.has_relax_function(s.after):
+                continue
+            for mode in dict.fromkeys((params, "show")):
+                g = self.graph(s.index, mode)
+                node = next((n for n in g.nodes if kernel in (n.label, n.id)
+                             and n.kind not in _DATA_KINDS), None)
+                if node is not None:
+                    return s.index, mode, node.id
+        return None
 
     def _edit(self) -> str:
         if self.editor is not None:

@@ -1,0 +1,186 @@
+"""The Explorer's Profile pane, the Python half: the kernel times of the explored build
+(a :class:`~passlab.research.profile.Profile`) as a table sorted by the column the user
+clicked, a "Profile" button when the Explorer holds a build it can time, the graph's
+"time" colour (each kernel's time per run) and its legend. No Jupyter here.
+
+The front end (``static/explorer/profile.js``) sends a header click as ``profile_sort``,
+a row click as ``profile_kernel`` (the Explorer then shows that kernel in the graph pane)
+and the button as ``profile_run``. Every name from IR is escaped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from passlab import _render
+
+__all__ = ["SORTS", "ProfileView", "sorted_kernels", "pane_html", "time_legend",
+           "check_sort"]
+
+
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    key: Callable[[Any], Any]
+    descending: bool  # the first click's order: largest first for figures, a-z for names
+    numeric: bool
+
+
+def _opt(v: float | None) -> float:
+    return -1.0 if v is None else v
+
+
+#: The sortable columns: ``profile_sort`` is one of these keys, "-" in front for
+#: descending ("-total": slowest first, the default).
+SORTS: dict[str, _Column] = {
+    "kernel": _Column("kernel", lambda k: k.kernel, False, False),
+    "calls": _Column("calls", lambda k: k.calls, True, True),
+    "median": _Column("per call", lambda k: k.median_s, True, True),
+    "total": _Column("per run", lambda k: k.total_s, True, True),
+    "share": _Column("share", lambda k: k.share, True, True),
+    "gflops": _Column("GFLOP/s", lambda k: _opt(k.gflops), True, True),
+    "gbps": _Column("GB/s", lambda k: _opt(k.gbps), True, True),
+    "sources": _Column("sources", lambda k: ", ".join(k.sources), False, False),
+    "passes": _Column("passes", lambda k: ", ".join(k.passes), False, False),
+}
+DEFAULT_SORT = "-total"
+
+
+def check_sort(value: str) -> str:
+    """``value`` when it names a column (``"total"``, ``"-total"``...), else ValueError
+    listing the keys."""
+    if value.lstrip("-") not in SORTS:
+        raise ValueError(f"profile_sort {value!r} names no column; use one of "
+                         f"{', '.join(SORTS)}, with '-' in front for descending "
+                         f"(default {DEFAULT_SORT!r})")
+    return value
+
+
+def sorted_kernels(profile: Any, sort: str = DEFAULT_SORT) -> list[Any]:
+    """The profile's kernels in ``sort`` order (ties by kernel name)."""
+    key = SORTS[check_sort(sort).lstrip("-")].key
+    rows = sorted(profile, key=lambda k: k.kernel)  # stable: ties stay by name
+    return sorted(rows, key=key, reverse=sort.startswith("-"))
+
+
+def seconds_text(seconds: float) -> str:
+    # passlab.research's own (imported when used: the Explorer opens without research)
+    from passlab.research._profile_plot import seconds_text as text
+
+    return text(seconds)
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _short(names: tuple[str, ...], n: int = 3) -> str:
+    return ", ".join(names[:n]) + (f" +{len(names) - n}" if len(names) > n else "")
+
+
+def _header(sort: str) -> str:
+    cells = []
+    by, desc = sort.lstrip("-"), sort.startswith("-")
+    for key, col in SORTS.items():
+        # a click on the sorted column turns its order; on another, its first order
+        if key == by:
+            nxt = key if desc else f"-{key}"
+            aria = "descending" if desc else "ascending"
+            arrow = " \u25bc" if desc else " \u25b2"
+        else:
+            nxt = f"-{key}" if col.descending else key
+            aria, arrow = "none", ""
+        cls = ' class="num"' if col.numeric else ""
+        cells.append(f'<th{cls} aria-sort="{aria}"><button type="button" '
+                     f'class="plx-profile-sort" data-sort="{_render.esc(nxt)}" '
+                     f'title="sort by {_render.esc(col.header)}">'
+                     f"{_render.esc(col.header)}{arrow}</button></th>")
+    cells.append("<th>spread</th>")
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _row(k: Any) -> str:
+    cls = ["plx-profile-row"] + (["noisy"] if k.noisy else []) + (["idle"] if not k.calls else [])
+    title = ("not called by this run (the VM runs it as a builtin, or nothing calls it)"
+             if not k.calls else "show this kernel in the fused graph")
+    cells = [(k.kernel, False), (str(k.calls), True), (seconds_text(k.median_s), True),
+             (seconds_text(k.total_s), True), (f"{k.share:.1%}", True), (_num(k.gflops), True),
+             (_num(k.gbps), True), (_short(k.sources), False), (_short(k.passes), False)]
+    tds = "".join(f'<td class="num">{_render.esc(c)}</td>' if num else
+                  f"<td>{_render.esc(c)}</td>" for c, num in cells)
+    spread = f"{k.spread:.0%}" + (" noisy" if k.noisy else "")
+    mark = (f'<td class="plx-profile-noisy" title="spread over the repeats above 20%: '
+            f'time it again">{spread}</td>' if k.noisy else f"<td>{spread}</td>")
+    return (f'<tr class="{" ".join(cls)}" data-kernel="{_render.esc(k.kernel)}" '
+            f'tabindex="0" title="{title}">{tds}{mark}</tr>')
+
+
+def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
+              message: str = "") -> str:
+    """The Profile pane: the summary, the sortable kernel table (``data-sort`` on each
+    header's button, ``data-kernel`` on each row), or without a profile what to do."""
+    run = ('<button type="button" class="plx-profile-run" data-profile-run="1" '
+           'title="time the entry function and each kernel (build.profile())">'
+           f'{"Profile again" if profile is not None else "Profile"}</button>'
+           if can_run else "")
+    msg = f'<div class="plx-warn plx-profile-message">{_render.esc(message)}</div>' \
+        if message else ""
+    if profile is None:
+        what = ("Press Profile to time this build: the entry function end to end and each "
+                "kernel alone on its arguments (build.profile(), a few seconds)."
+                if can_run else
+                "This Explorer holds a trace, not a build, so it cannot time anything: open "
+                "passlab.Explorer(build) and press Profile, or pass "
+                "passlab.Explorer(build, profile=build.profile()).")
+        return (f'<div class="plx-profile">{msg}<div class="plx-note">{_render.esc(what)}'
+                f"</div>{run}</div>")
+    rows = "".join(_row(k) for k in sorted_kernels(profile, sort))
+    noisy = sum(1 for k in profile if k.noisy)
+    notes = ("Click a header to sort, a row to see its kernel in the fused graph (the "
+             "last pass's graph, the kernel panel open)."
+             + (f" {noisy} noisy row{'s' if noisy != 1 else ''} (spread over the repeats "
+                "above 20%) marked." if noisy else ""))
+    return (f'<div class="plx-profile">{msg}<div class="plx-profile-head">'
+            f'<div class="plx-profile-summary">{_render.esc(profile.summary())}</div>{run}'
+            f'</div><div class="plx-note">{_render.esc(notes)}</div>'
+            f"<style>{_render.CSS}</style>"
+            f'<table class="passlab-table plx-profile-table"><thead>{_header(sort)}</thead>'
+            f"<tbody>{rows}</tbody></table></div>")
+
+
+def time_legend(ov: Any) -> str:
+    """The legend of the graph's "time" colour (an ``_graph_render.Overlay``)."""
+    if ov.lo is None or ov.hi is None:
+        return ('<div class="plx-graph-legend">colour by time: no call of this graph was '
+                "timed (before LegalizeOps the calls are operators, not kernels)</div>")
+    from passlab.analysis._graph_render import FILL_RAMP
+
+    fill = ", ".join(FILL_RAMP)
+    return ('<div class="plx-graph-legend">colour by time (per run, the profile\'s, log '
+            f'scale): <span class="plx-legend-min">{seconds_text(ov.lo)}</span>'
+            f'<span class="plx-ramp" title="kernels: time per run" '
+            f'style="background: linear-gradient(to right, {fill})"></span>'
+            f'<span class="plx-legend-max">{seconds_text(ov.hi)}</span> kernels; '
+            "uncoloured: not timed</div>")
+
+
+class ProfileView:
+    """The pane's state in one Explorer (mutable: it is the widget's model): the profile
+    of the shown build, the sort, the last message and whether a build can be timed."""
+
+    def __init__(self, profile: Any = None, *, can_run: bool = False) -> None:
+        self.profile = profile
+        self.sort = DEFAULT_SORT
+        self.can_run = can_run
+        self.message = ""
+
+    def to_html(self) -> str:
+        return pane_html(self.profile, sort=self.sort, can_run=self.can_run,
+                         message=self.message)
+
+    def node_times(self, g: Any) -> dict[str, float | None] | None:
+        from passlab.analysis.graph import kernel_times
+
+        return kernel_times(g, self.profile)

@@ -29,8 +29,16 @@ system-deps:
 demo: $(STAMP)
 	$(VENV)/bin/passlab demo
 
+# The suite in $(TEST_WORKERS) xdist worker processes (tests/conftest.py schedules them: a
+# module's tests share a worker, a corpus model's tests too), then the tests marked
+# `serial` (a time limit, a signal) alone. Fails when either part fails or runs nothing.
+TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
-	$(PY) -m pytest -ra --durations=25
+	$(PY) -m pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadscope -m "not serial"; \
+	  parallel=$$?; $(PY) -m pytest -ra --durations=10 -m serial $$($(PY) tests/exclusive.py); \
+	  serial=$$?; \
+	  echo "make test: parallel part exit $$parallel, serial part exit $$serial"; \
+	  test $$parallel -eq 0 && test $$serial -eq 0
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -ra -m "not slow and not browser"

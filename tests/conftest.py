@@ -5,6 +5,7 @@ worker)."""
 from __future__ import annotations
 
 import pytest
+from exclusive import SERIAL
 
 import passlab
 
@@ -33,13 +34,52 @@ def expect():
     return expect
 
 
-# ------------------------------------------------------------------ browser tests
+# ------------------------------------------------------------------ scheduling
+
+
+#: modules whose parametrized tests are split by their parameter over the workers: a
+#: corpus model's tests (its module-scoped build) go together, each notebook on its own
+_SPLIT = {"tests/test_corpus.py", "tests/test_notebooks.py"}
+
+
+def _scope(nodeid: str) -> str:
+    """A test's unit of work under ``-n N --dist loadscope``: its module, so that
+    module-scoped fixtures are made once, except in :data:`_SPLIT`, where the parameter
+    (``[resnet50]``) is the unit."""
+    module = nodeid.split("::", 1)[0]
+    if module in _SPLIT and nodeid.endswith("]"):
+        return f"{module}[{nodeid.rsplit('[', 1)[1]}"
+    return module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` by :func:`_scope`. (xdist_group marks do not group under
+    pytest 9: xdist 3.8 renames ``item._nodeid``, which pytest 9 no longer reads.)"""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_itemcollected(item):
+    """Marks the tests of :data:`exclusive.SERIAL` ``serial``."""
+    if any(item.nodeid.startswith(prefix) for prefix in SERIAL):
+        item.add_marker(pytest.mark.serial)
+
+
 def pytest_collection_modifyitems(config, items):
     """Browser tests last, in their collection order: the browser then starts once and
     stays up until the run ends (see :class:`browser_helpers.Browser`)."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
+# ------------------------------------------------------------------ browser tests
 def pytest_unconfigure(config):
     browser = config.stash.get(_BROWSER, None)
     if browser is not None:

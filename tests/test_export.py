@@ -20,7 +20,7 @@ pytest.importorskip("nbconvert", reason="needs the 'notebook' extra")
 pytest.importorskip("ipykernel", reason="needs the 'notebook' extra")
 pytest.importorskip("anywidget", reason="needs the 'notebook' extra")
 
-from browser_helpers import chromium, missing  # noqa: E402
+from browser_helpers import missing  # noqa: E402
 
 from passlab.cli import main  # noqa: E402
 from passlab.views._embed import decode_block  # noqa: E402
@@ -184,7 +184,7 @@ def test_cli_reports_a_failing_cell_and_a_missing_notebook(tmp_path, capsys):
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.skipif(missing() is not None, reason=str(missing()))
-def test_exported_explorer_renders_offline(page_html, tmp_path):
+def test_exported_explorer_renders_offline(page_html, page):
     from playwright.sync_api import expect
 
     blocked: list[str] = []
@@ -196,21 +196,20 @@ def test_exported_explorer_renders_offline(page_html, tmp_path):
             blocked.append(route.request.url)
             route.abort()
 
-    with chromium(tmp_path / "profile") as page:
-        page.route("**/*", only_files)
-        page.goto(page_html.as_uri())
-        widget = page.locator(".jp-OutputArea-output .plx")
-        expect(widget).to_have_count(1, timeout=30_000)
-        label = widget.locator(".plx-row .plx-label", has_text=re.compile(r"^FuseOps$"))
-        expect(label).to_be_visible(timeout=30_000)
-        expect(widget.locator(".plx-summary")).to_contain_text("Trace of 96 pass calls")
-        expect(widget.locator(".plx-count")).to_have_text("71 of 71 passes")
-        expect(widget.locator(".plx-pane-diff")).to_contain_text("LegalizeOps: ")
-        expect(page.get_by_text("[anywidget] Failed")).to_have_count(0)
-        # no kernel behind a static page: a click says so instead of waiting silently
-        expect(widget.locator(".plx-no-kernel")).to_be_hidden()
-        label.click()
-        expect(widget.locator(".plx-no-kernel")).to_be_visible(timeout=10_000)
-        expect(widget.locator(".plx-no-kernel")).to_contain_text("In an exported page there is none")
-        assert page.errors == []
+    page.route("**/*", only_files)
+    page.goto(page_html.as_uri())
+    widget = page.locator(".jp-OutputArea-output .plx")
+    expect(widget).to_have_count(1, timeout=30_000)
+    label = widget.locator(".plx-row .plx-label", has_text=re.compile(r"^FuseOps$"))
+    expect(label).to_be_visible(timeout=30_000)
+    expect(widget.locator(".plx-summary")).to_contain_text("Trace of 96 pass calls")
+    expect(widget.locator(".plx-count")).to_have_text("71 of 71 passes")
+    expect(widget.locator(".plx-pane-diff")).to_contain_text("LegalizeOps: ")
+    expect(page.get_by_text("[anywidget] Failed")).to_have_count(0)
+    # no kernel behind a static page: a click says so instead of waiting silently
+    expect(widget.locator(".plx-no-kernel")).to_be_hidden()
+    label.click()
+    expect(widget.locator(".plx-no-kernel")).to_be_visible(timeout=10_000)
+    expect(widget.locator(".plx-no-kernel")).to_contain_text("In an exported page there is none")
+    assert page.errors == []
     assert blocked == []

@@ -25,7 +25,7 @@ __all__ = ["Explorer"]
 #: The front end's entry module (it imports the others) and its style sheets, in order.
 JS_PARTS = ("explorer/main.js",)
 CSS_PARTS = ("explorer/base.css", "explorer/graph.css", "explorer/ir.css",
-             "explorer/provenance.css", "explorer/edit.css")
+             "explorer/provenance.css", "explorer/edit.css", "explorer/profile.css")
 #: ``PASSLAB_DEV=1``: ``_esm`` and ``_css`` are files, rebuilt when a source changes, so
 #: anywidget reloads them live (its ``ANYWIDGET_HMR``, set too; needs ``watchfiles``).
 DEV = os.environ.get("PASSLAB_DEV") == "1"

@@ -146,8 +146,8 @@ def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
             f'<div class="plx-profile-summary">{_render.esc(profile.summary())}</div>{run}'
             f'</div><div class="plx-note">{_render.esc(notes)}</div>'
             f"<style>{_render.CSS}</style>"
-            f'<table class="passlab-table plx-profile-table"><thead>{_header(sort)}</thead>'
-            f"<tbody>{rows}</tbody></table></div>")
+            f'<div class="plx-profile-scroll"><table class="passlab-table plx-profile-table">'
+            f"<thead>{_header(sort)}</thead><tbody>{rows}</tbody></table></div></div>")
 
 
 def time_legend(ov: Any) -> str:

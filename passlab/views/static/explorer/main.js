@@ -6,18 +6,19 @@ import { editPane } from "./edit.js";
 import { graphPane } from "./graph/pane.js";
 import { passList } from "./list.js";
 import { buffersPane, comparePane, diffPane, explainStrip, htmlPane } from "./panes.js";
+import { profilePane } from "./profile.js";
 import { provenancePane } from "./provenance.js";
 
 const TABS = [
   ["diff", "Diff"], ["graph", "Fused graph"], ["buffers", "Buffers"],
   ["provenance", "Provenance"], ["compare", "Compare"], ["pipeline", "Pipeline"],
-  ["edit", "Edit"],
+  ["edit", "Edit"], ["profile", "Profile"],
 ];
 
 // tab name -> pane factory; a tab without one shows its `<tab>_html` trait (htmlPane)
 const PANES = {
   diff: diffPane, graph: graphPane, buffers: buffersPane, provenance: provenancePane,
-  compare: comparePane, edit: editPane,
+  compare: comparePane, edit: editPane, profile: profilePane,
 };
 
 export function render({ model, el }) {
@@ -114,7 +115,7 @@ export function render({ model, el }) {
       panes[name].style.display = name === tab ? "" : "none";
     }
     modeSel.style.display = tab === "diff" || tab === "compare" ? "" : "none";
-    explain.style.display = ["compare", "pipeline", "edit"].includes(tab) ? "none" : "";
+    explain.style.display = ["compare", "pipeline", "edit", "profile"].includes(tab) ? "none" : "";
     modeSel.value = model.get("diff_mode");
     if (views[tab] && views[tab].onShow) views[tab].onShow();
   };

@@ -19,7 +19,9 @@ export function graphOptions(ctx, svg) {
     graphSelect("weights", "plx-graph-params",
       [["collapse", "fold into consumers"], ["show", "show"], ["hide", "hide"]],
       model.get("graph_params"), (v) => { ctx.busy(); send({ graph_params: v }); }),
-    graphSelect("colour by", "plx-graph-overlay", [["none", "none"], ["bytes", "bytes"], ["flops", "FLOPs"]],
+    graphSelect("colour by", "plx-graph-overlay", [["none", "none"], ["bytes", "bytes"], ["flops", "FLOPs"],
+      // "time": the kernels' times per run, once the build is profiled (the Profile tab)
+      ...(model.get("has_profile") || model.get("graph_overlay") === "time" ? [["time", "time"]] : [])],
       model.get("graph_overlay"), (v) => { ctx.busy(); send({ graph_overlay: v }); }),
     h("span", { class: "plx-hint", text: svg ? "drag to pan, wheel to zoom, click a kernel"
       : "click a row to see its kernel" }),

@@ -55,8 +55,8 @@ def test_backend_regions_become_namespaces():
     assert "forward" in spaces and any(s.startswith("forward/") for s in spaces)
 
 
-def test_file_with_one_graph_per_step_and_node_data_overlays(tmp_path):
-    trace = passlab.build(passlab.models.mlp()).trace
+def test_file_with_one_graph_per_step_and_node_data_overlays(tmp_path, mlp_build):
+    trace = mlp_build.trace
     paths = passlab.to_model_explorer(trace, tmp_path / "mlp.json")
     assert [p.name for p in paths] == ["mlp.json", "mlp.bytes_out.json", "mlp.bytes_in.json"]
     data = json.loads(paths[0].read_text())
@@ -76,10 +76,10 @@ def test_file_with_one_graph_per_step_and_node_data_overlays(tmp_path):
     assert set(fusetir.results) <= {n.id for n in g.nodes}
 
 
-def test_bad_input_says_what_is_wanted(tmp_path):
+def test_bad_input_says_what_is_wanted(tmp_path, mlp_build):
     with pytest.raises(TypeError, match="takes a Trace, a Step or a list of Steps"):
         passlab.to_model_explorer(42, tmp_path / "x.json")
-    trace = passlab.build(passlab.models.mlp()).trace
+    trace = mlp_build.trace
     with pytest.raises(passlab.UnknownNameError, match="FuseOp"):
         passlab.to_model_explorer(trace, tmp_path / "x.json", steps=["FuseOp"])
 

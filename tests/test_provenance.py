@@ -12,8 +12,8 @@ from tvm.script import relax as R  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def resnet_trace():
-    return passlab.build(passlab.models.resnet()).trace
+def resnet_trace(resnet_build):
+    return resnet_build.trace  # the session's build: provenance only reads it
 
 
 def test_provenance_of_a_hand_made_trace_of_snapshots():
@@ -37,8 +37,8 @@ def test_provenance_of_a_hand_made_trace_of_snapshots():
     assert early.kernels_of("relu") == ("relu",) and early.kernels_of("matmul1") == ("matmul1",)
 
 
-def test_mlp_ops_map_to_their_kernels_and_back():
-    prov = passlab.provenance(passlab.build(passlab.models.mlp()))
+def test_mlp_ops_map_to_their_kernels_and_back(mlp_build):
+    prov = passlab.provenance(mlp_build)
     assert [(o.op, o.operator, o.kernels, o.fate) for o in prov] == [
         ("permute_dims", "permute_dims", ("transpose",), "kernel"),
         ("matmul", "matmul", ("fused_matmul_add_relu",), "kernel"),

@@ -2,7 +2,9 @@
 format (the ``graph_builder`` types of the ``ai-edge-model-explorer`` package).
 
 One node per graph node; ``namespace`` is the Relax function, then the backend region
-(``Codegen`` cluster) a call sits in, so that Model Explorer draws collapsible layers.
+(``Codegen`` cluster) a call sits in, or the source groups (``FusedGraph.groups``: the
+model's node paths, ``main/layer1/layer1.0``) holding it, so that Model Explorer draws
+collapsible layers.
 Output metadata carries each tensor's name, shape, dtype and bytes; ``attrs`` carry the
 kind, the ops inside a fused kernel, TVM's pattern kind and folded parameters.
 """
@@ -35,9 +37,26 @@ def _namespaces(g: Any) -> dict[str, str]:
     return out
 
 
+def _group_spaces(g: Any) -> dict[str, str]:
+    """Node id -> "function/layer1/layer1.0": the source groups (``g.groups``, outermost
+    first) holding it, so that Model Explorer collapses a block into one layer."""
+    by_id = {grp.id: grp for grp in getattr(g, "groups", ())}
+    out: dict[str, str] = {}
+    for grp in by_id.values():  # a later (deeper) group overrides its parent
+        chain = [grp]
+        while chain[-1].parent in by_id:
+            chain.append(by_id[chain[-1].parent])
+        path = "/".join([g.function] + [c.label.replace("/", "_") for c in reversed(chain)])
+        for nid in grp.nodes:
+            if nid not in out or out[nid].count("/") < path.count("/"):
+                out[nid] = path
+    return out
+
+
 def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
     """``g`` as one Model Explorer ``Graph`` (a JSON-ready dict)."""
     spaces = _namespaces(g)
+    groups = _group_spaces(g)
     outputs: dict[str, list[Any]] = {}  # node id -> its distinct output tensors, in order
     for e in g.edges:
         tensors = outputs.setdefault(e.src, [])
@@ -77,7 +96,8 @@ def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
         nodes.append({
             "id": n.id, "label": n.label if n.kind not in ("input", "weight", "constant")
             else n.id,
-            "namespace": spaces.get(n.cluster, g.function) if n.cluster else g.function,
+            "namespace": spaces.get(n.cluster, g.function) if n.cluster
+            else groups.get(n.id, g.function),
             "attrs": attrs, "incomingEdges": edges, "outputsMetadata": meta,
             "inputsMetadata": inputs_meta,
         })

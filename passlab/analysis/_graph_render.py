@@ -12,11 +12,13 @@ from __future__ import annotations
 import html
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render
+from passlab.analysis import _graph_groups
+from passlab.analysis._graph_groups import GROUP_PREFIX
 
 __all__ = ["TERMINALS", "OVERLAYS", "MARKS", "bytes_text", "params_text", "shown", "node_bytes",
            "Overlay", "overlay", "to_dot", "to_text", "to_html", "contrast", "text_on"]
@@ -25,7 +27,10 @@ __all__ = ["TERMINALS", "OVERLAYS", "MARKS", "bytes_text", "params_text", "shown
 TERMINALS = frozenset({"input", "weight", "constant", "output"})
 _FILL = {"input": "#cfe8fc", "output": "#cfe8fc", "weight": "#eeeeee", "constant": "#eeeeee",
          "op": "#fff2cc", "kernel": "#fff2cc", "fused": "#ffd8a8", "composite": "#e5dbff",
-         "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5"}
+         "call": "#d3f9d8", "alloc": "#f8f9fa", "repeat": "#f1f3f5",
+         "group": "#e7f5ff"}
+#: After an opened source group's name (its cluster label): click to close it.
+OPEN_MARK = " \u25be"
 #: What ``overlay=`` can colour by: nothing, bytes (edges by tensor bytes, kernels by bytes
 #: in+out), or kernels by ``values`` given per node (the Explorer's FLOPs, which need the
 #: module: see :func:`passlab._tvm.tir.flops`).
@@ -168,12 +173,16 @@ def _ramp(stops: tuple[str, ...], f: float) -> str:
 
 
 def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
-           title: bool = True, values: Mapping[str, float | None] | None = None) -> str:
+           title: bool = True, values: Mapping[str, float | None] | None = None,
+           opened: Collection[str] = ()) -> str:
     """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
 
     ``overlay_by="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
     ``marks`` maps node ids to "new" or "rewritten" (a class and a coloured outline);
-    ``title=False`` leaves out the function name and notes (a view that prints them)."""
+    ``title=False`` leaves out the function name and notes (a view that prints them);
+    source groups (``g.groups``) not in ``opened`` are drawn as one node each, opened
+    ones as clusters (:func:`passlab.analysis._graph_groups.fold`)."""
+    g = _graph_groups.fold(g, opened)
     nodes, edges, notes = shown(g)
     ov = overlay(g, overlay_by, values)
     marks = marks or {}
@@ -195,7 +204,13 @@ def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
     def emit(c: Any, depth: int) -> None:
         pad = "  " * depth
         out.append(f"{pad}subgraph {_q('cluster_' + c.id)} {{")
-        out.append(f"{pad}  label={_q(c.label)}; style=\"rounded,dashed\"; color=\"#7048e8\";")
+        if getattr(c, "kind", "codegen") == "source":  # an opened group: click to close
+            out.append(f"{pad}  label={_q(c.label + OPEN_MARK)}; style=\"rounded\"; "
+                       f"color=\"#868e96\"; class=\"plx-group-open\"; "
+                       f"tooltip={_q(c.id[len(GROUP_PREFIX):] + ' (click to close)')};")
+        else:
+            out.append(f"{pad}  label={_q(c.label)}; style=\"rounded,dashed\"; "
+                       f"color=\"#7048e8\";")
         out.extend(f"{pad}  {line}" for line in by_cluster.get(c.id, []))
         for sub in children.get(c.id, []):
             emit(sub, depth + 1)
@@ -245,12 +260,13 @@ def to_text(g: Any) -> str:
 
 
 def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
-           title: bool = True, values: Mapping[str, float | None] | None = None) -> str:
+           title: bool = True, values: Mapping[str, float | None] | None = None,
+           opened: Collection[str] = ()) -> str:
     """The laid-out SVG element (no XML prolog); ``RuntimeError`` without a layout program."""
     import re
 
     svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title,
-                                    values=values))
+                                    values=values, opened=opened))
     svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
     # dot writes "plx&#45;new": plain class names, for CSS and readers of the markup
     return re.sub(r'class="([^"&]*&#45;[^"]*)"',
@@ -267,8 +283,9 @@ def to_html(g: Any, *, overlay_by: str = "none", zoom: bool = True) -> str:
             f"nodes, {len(g.edges)} edges</p>"
             + "".join(f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes))
     if _render.layout_program():
-        try:
-            svg = to_svg(g, overlay_by=overlay_by)
+        try:  # nothing can be clicked open here: every source group drawn open
+            svg = to_svg(g, overlay_by=overlay_by,
+                         opened=[grp.id for grp in getattr(g, "groups", ())])
             return (f'<div class="passlab-graph"><style>{GRAPH_CSS}</style>{head}'
                     f'{zoomable(svg) if zoom else svg}</div>')
         except (RuntimeError, OSError):
@@ -350,8 +367,29 @@ def _q(s: str) -> str:
     return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') for p in parts) + '"'
 
 
+def _group_attrs(n: Any, fill: str | None, mark: str | None) -> str:
+    """A closed source group: its name, how many calls it holds, double outline."""
+    esc = html.escape
+    kernels = f"{n.count} call{'s' if n.count != 1 else ''}"
+    lines = [f"<B>{esc(n.label)} \u25b8</B>", f'<FONT POINT-SIZE="9">{kernels}</FONT>']
+    extra = ""
+    if mark in MARKS:
+        cls, colour = MARKS[mark]
+        extra += f', class="plx-group {cls}", color="{colour}", penwidth=3'
+    else:
+        extra += ', class="plx-group"'
+    if fill:
+        extra += f", fontcolor={_q(text_on(fill))}"
+    tip = f"{n.source[0] if n.source else n.label}: {kernels} (click to open)"
+    return (f"[shape=box, style=\"rounded,filled\", peripheries=2, "
+            f"fillcolor={_q(fill or _FILL['group'])}{extra}, tooltip={_q(tip)}, "
+            f"label=<{'<BR/>'.join(lines)}>]")
+
+
 def _node_attrs(n: Any, fill: str | None = None, mark: str | None = None) -> str:
     esc = html.escape
+    if n.kind == "group":
+        return _group_attrs(n, fill, mark)
     lines = [f"<B>{esc(n.label)}</B>"]
     if n.kind in TERMINALS and n.label != n.id:
         lines[0] = f"<B>{esc(n.id)}</B>"

@@ -22,19 +22,20 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
 from passlab._tvm import ir as _ir
-from passlab.analysis import _graph_export, _graph_focus, _graph_render
+from passlab.analysis import _graph_export, _graph_focus, _graph_groups, _graph_render
+from passlab.analysis._graph_groups import Group
 from passlab.analysis._graph_render import (
     TERMINALS as TERMINALS,  # node kinds that are data, not computation
 )
 
-__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops",
+__all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "Group", "kernel_flops",
            "kernel_times"]
 
 
@@ -48,7 +49,9 @@ class Node:
     ``alloc`` or ``repeat`` (identical blocks folded by ``collapse=True``).
     ``params`` names the parameter nodes folded into this one by ``params="collapse"``
     (weights, constants and calls that only transform them) and ``param_bytes`` their
-    bytes (None when a size is symbolic).
+    bytes (None when a size is symbolic). ``source`` names the source model's nodes a
+    call runs (ONNX node names, PyTorch module paths; set by
+    :meth:`FusedGraph.with_sources`), which group calls into :attr:`FusedGraph.groups`.
     """
 
     id: str
@@ -61,6 +64,7 @@ class Node:
     count: int = 1
     params: tuple[str, ...] = ()
     param_bytes: int | None = None
+    source: tuple[str, ...] = ()
 
     @property
     def pattern_name(self) -> str:
@@ -91,7 +95,9 @@ class Edge:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A partitioned function (``Codegen`` attribute) whose calls are drawn together."""
+    """A partitioned function (``Codegen`` attribute, kind ``codegen``) whose calls are
+    drawn together, or an opened source group (kind ``source``, id ``group:<path>``:
+    see :func:`passlab.analysis._graph_groups.fold`)."""
 
     id: str
     label: str
@@ -104,7 +110,9 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
     """Immutable operator graph of one Relax function (see :func:`fused_graph`).
 
     Behaves like a sequence of :class:`Node`: ``len``, iteration, indexing by position or
-    by node id.
+    by node id. ``groups`` are the calls grouped by the source model's node paths
+    (:meth:`with_sources`), outermost first; drawings show each group closed, as one
+    box, unless ``opened`` names it.
     """
 
     function: str
@@ -114,6 +122,7 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
     total_nodes: int = 0
     max_nodes: int | None = 200
     notes: tuple[str, ...] = field(default=())
+    groups: tuple[Group, ...] = ()
 
     def _items(self) -> tuple[Node, ...]:
         return self.nodes
@@ -138,22 +147,49 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         """Edges leaving ``node_id``."""
         return tuple(e for e in self.edges if e.src == node_id)
 
+    def with_sources(self, sources: Any, step: Any = None) -> FusedGraph:
+        """This graph with its calls grouped by the source model's node paths, as Model
+        Explorer groups by namespace: ``sources`` is the trace's
+        :func:`~passlab.analysis.provenance.provenance` and ``step`` the recorded step
+        this graph was drawn from (default: the trace's last), or ``sources`` is a
+        mapping node id -> source names. A group is a path shared by two or more calls
+        or subgroups (``/layer1``, ``/layer1/layer1.0`` on an ONNX ResNet; ``layer1.0``
+        on a torchvision one).
+
+        Examples
+        --------
+        >>> g = fused_graph(passlab.models.mlp()).with_sources({"matmul": ("/fc1/MatMul",),
+        ...     "add": ("/fc1/Add",), "relu": ("/relu/Relu",)})
+        >>> [(grp.id, grp.nodes) for grp in g.groups]
+        [('/fc1', ('matmul', 'add'))]
+        """
+        found = (dict(sources) if isinstance(sources, Mapping)
+                 else _graph_groups.node_sources(self, sources, step))
+        return _graph_groups.with_groups(self, found)
+
+    def group(self, node_id: str) -> str | None:
+        """The innermost group holding node ``node_id`` (its id), or None."""
+        return _graph_groups.group_of(self, node_id)
+
     # ------------------------------------------------------------------ rendering
-    def to_dot(self, overlay: str = "none",
+    def to_dot(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
         """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
         ``overlay="time"`` colours kernels by their time per run in ``profile`` (a
         :class:`~passlab.research.profile.Profile`: ``build.profile()``; see
         :func:`kernel_times`), on the FLOPs overlay's viridis ramp, log scale.
-        ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes."""
-        return _graph_render.to_dot(self, overlay_by=overlay,
-                                    values=kernel_times(self, profile) if overlay == "time" else None)
+        ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
+        each group not in ``opened`` (group ids) is one node (``group:<id>``), each
+        opened one a cluster (``cluster_group:<id>``)."""
+        return _graph_render.to_dot(
+            self, overlay_by=overlay, opened=opened,
+            values=kernel_times(self, profile) if overlay == "time" else None)
 
-    def to_svg(self, overlay: str = "none",
+    def to_svg(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
         """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
         ``graphviz-pure`` (``RuntimeError`` naming what to install when neither exists)."""
-        return _render.dot_to_svg(self.to_dot(overlay, profile=profile))
+        return _render.dot_to_svg(self.to_dot(overlay, opened, profile=profile))
 
     def to_text(self) -> str:
         """A readable listing: one line per node, its input tensors indented below."""

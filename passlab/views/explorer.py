@@ -180,6 +180,9 @@ else:
                                "by: edges by tensor bytes and kernels by bytes in+out, or "
                                "kernels by TVM's FLOP estimate, or (with a profile) by "
                                "their time per run").tag(sync=True)
+        graph_open = t.List(t.Unicode(), help="source groups drawn open in the graph (their "
+                            "paths: '/layer1', '/layer1/layer1.0'); the others are one box "
+                            "each until a click opens them").tag(sync=True)
         profile_html = t.Unicode(help="the Profile pane: the kernel times of the shown build "
                                  "(a Profile), sorted by profile_sort").tag(sync=True)
         has_profile = t.Bool(False, help="the shown build has a profile (the graph then "
@@ -478,7 +481,7 @@ else:
             self.kernel_text_html = ""
             self.code_title = self.code_text = ""
 
-        @t.observe("graph_params", "graph_overlay")
+        @t.observe("graph_params", "graph_overlay", "graph_open")
         def _on_graph_view(self, change: Any) -> None:
             if not self._ready:
                 return
@@ -675,7 +678,8 @@ else:
                 out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
                                        a=self.compare_a, b=self.compare_b,
                                        all_functions=self.diff_all, bounds=self.bounds,
-                                       params=self.graph_params, overlay=self.graph_overlay)
+                                       params=self.graph_params, overlay=self.graph_overlay,
+                                       opened=self.graph_open)
                 setattr(self, f"{tab}_html", out)
                 if tab == "buffers":
                     self.symbols = list(self._panes.symbols.get(self.selected, ()))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from passlab import _render, _tvm
-from passlab.analysis import _graph_render
+from passlab.analysis import _graph_groups, _graph_render
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 
@@ -88,15 +88,34 @@ def node_flops(module: Any, g: Any) -> dict[str, float | None]:
 
 def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
               removed: tuple[str, ...] | list[str] = (), against: Step | None = None,
-              values: Mapping[str, float | None] | None = None) -> str:
+              values: Mapping[str, float | None] | None = None,
+              opened: Collection[str] | None = None) -> str:
     """The graph pane: a head (title, notes, change legend, removed kernels, overlay
-    legend), the node labels for the front end's links (``data-nodes``: id -> kernel
-    name) and the SVG, or the plain table without a layout program."""
+    legend, source groups), the node labels for the front end's links (``data-nodes``:
+    id -> kernel name) and the SVG, or the plain table without a layout program.
+
+    ``opened`` names the source groups (``g.groups``) drawn open, as frames; the others
+    are one box each (a click opens one: the Explorer's ``graph_open``). None opens
+    every group (a static page, where nothing can be clicked open)."""
     marks = dict(marks or {})
+    groups = getattr(g, "groups", ())
+    if opened is None:
+        opened = [grp.id for grp in groups]
+    for grp in groups:  # a closed group is marked when a call inside it is
+        inner = {marks[i] for i in grp.nodes if i in marks}
+        if inner:
+            marks[_graph_groups.GROUP_PREFIX + grp.id] = "new" if inner == {"new"} else "rewritten"
     nodes, _, notes = _graph_render.shown(g)
     head = [f'<div class="plx-graph-title"><b>fused graph of {_render.esc(g.function)}</b>: '
             f"{len(g.nodes)} nodes, {len(g.edges)} edges</div>"]
     head += [f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes]
+    if groups:
+        top = [grp for grp in groups if grp.parent is None]
+        shut = sum(1 for grp in groups if grp.id not in set(opened))
+        head.append(f'<div class="plx-graph-groups">grouped by the model\'s node paths: '
+                    f"{len(top)} top-level group{'s' if len(top) != 1 else ''} "
+                    f"({len(groups)} in all, {shut} closed); click a double-framed box to "
+                    "open it, the name of a frame to close it</div>")
     if against is not None:
         counts = {k: sum(v == k for v in marks.values()) for k in ("new", "rewritten")}
         parts = [f'<span class="plx-mark plx-mark-{k}">{k}</span> {c}' for k, c in counts.items()]
@@ -116,7 +135,7 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     if _render.layout_program():
         try:
             svg = _graph_render.to_svg(g, overlay_by=overlay_by, marks=marks, title=False,
-                                       values=values)
+                                       values=values, opened=opened)
             return (f'<div class="plx-graph-head">{"".join(head)}</div>{body}'
                     f'<div class="passlab-graph">{svg}</div>')
         except (RuntimeError, OSError):

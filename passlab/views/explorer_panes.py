@@ -180,8 +180,11 @@ class PaneRenderer:
     def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
              b: int = -1, all_functions: bool = False,
              bounds: dict[str, int] | None = None, params: str = "collapse",
-             overlay: str = "none") -> str:
+             overlay: str = "none", opened: Sequence[str] | None = None) -> str:
         """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare).
+
+        ``opened``: the source groups the graph draws open (None: all of them, for a
+        static page; the Explorer passes its ``graph_open``).
 
         Diffs print the first :data:`~passlab.analysis.diff.FIRST_VIEW` changed functions
         unless ``all_functions``; the pane then offers a "show all" button."""
@@ -206,8 +209,9 @@ class PaneRenderer:
                                 lambda: self._diff(step, mode, all_functions),
                                 f"the diff of {step.label}")
         if tab == "graph":
-            return self._cached(("graph", index, params, overlay),
-                                lambda: self._graph(step, params, overlay),
+            shown = None if opened is None else tuple(sorted(opened))
+            return self._cached(("graph", index, params, overlay, shown),
+                                lambda: self._graph(step, params, overlay, shown),
                                 f"the fused graph after {step.label}")
         if tab == "provenance":
             return self._cached(("provenance", index), lambda: self._provenance(step),
@@ -270,8 +274,9 @@ class PaneRenderer:
         return hits, functions
 
     def graph(self, index: int, params: str = "collapse") -> Any:
-        """The fused graph after step ``index`` with ``fused_graph(params=...)`` (cached:
-        node clicks look nodes up in it)."""
+        """The fused graph after step ``index`` with ``fused_graph(params=...)``, its
+        calls grouped by the model's node paths when the input has them (cached: node
+        clicks look nodes up in it)."""
         key = (index, params)
         g = self._graphs.get(key)
         if g is None:
@@ -279,6 +284,11 @@ class PaneRenderer:
 
             step = self.by_index[index]
             g = fused_graph(step.before if step.failed else step, params=params)
+            if self._has_sources:
+                try:
+                    g = g.with_sources(self.provenance, step)
+                except Exception:  # noqa: BLE001 - no provenance: the graph, ungrouped
+                    pass
             self._graphs[key] = g
             if len(self._graphs) > 8:
                 self._graphs.popitem(last=False)
@@ -296,7 +306,15 @@ class PaneRenderer:
                      f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
                      f"functions.{hint}")
 
-    def _graph(self, step: Step, params: str = "collapse", overlay: str = "none") -> str:
+    @functools.cached_property
+    def _has_sources(self) -> bool:
+        """Whether the input carries source node names (so the graph can be grouped)."""
+        from passlab.analysis._graph_groups import has_sources
+
+        return has_sources(self.trace)
+
+    def _graph(self, step: Step, params: str = "collapse", overlay: str = "none",
+               opened: Sequence[str] | None = None) -> str:
         """The graph after ``step``, its kernels marked against the previous main-chain
         step's graph (new, rewritten, removed), optionally coloured by bytes or by
         TVM's FLOP estimate of each kernel."""
@@ -323,7 +341,8 @@ class PaneRenderer:
                               "profile=build.profile()).", "plx-warn")
                 overlay = "none"
         return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
-                                   against=None if step.failed else prev, values=values)
+                                   against=None if step.failed else prev, values=values,
+                                   opened=opened)
 
     def kernel_links(self, index: int, node_id: str, params: str = "collapse") -> str:
         """HTML for a clicked graph node: its kernel's diff in step ``index``, the passes

@@ -46,6 +46,24 @@ def _steps(what: Trace | Step | Iterable[Any], names: Sequence[str] | None) -> l
     return steps
 
 
+def _grouped(g: Any, step: Step, provs: dict[int, Any]) -> Any:
+    """``g`` with its calls grouped by the model's node paths (Model Explorer's
+    namespaces) when the step's trace has them; ``provs`` keeps one provenance per trace."""
+    from passlab.analysis._graph_groups import has_sources
+    from passlab.analysis.provenance import provenance
+
+    trace = step.owner
+    if trace is None:
+        return g
+    key = id(trace)
+    if key not in provs:
+        try:
+            provs[key] = provenance(trace) if has_sources(trace) else None
+        except Exception:  # noqa: BLE001 - no provenance: namespaces by function only
+            provs[key] = None
+    return g if provs[key] is None else g.with_sources(provs[key], step)
+
+
 def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLike, *,
                       steps: Sequence[str] | None = None, params: str = "collapse",
                       inputs: Sequence[str] | None = None, label: str | None = None,
@@ -96,6 +114,7 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         overlays["time"] = {}
     per_call = {} if profile is None else {k.kernel: k.median_s for k in profile if k.calls}
     seen: set[str] = set()
+    provs: dict[int, Any] = {}
     for s in chosen:
         if s.after is None:
             raise ValueError(f"step {s.label!r} failed: it has no module after it")
@@ -103,7 +122,7 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
         if gid in seen:
             continue
         seen.add(gid)
-        g = fused_graph(s, params=params, inputs=inputs)
+        g = _grouped(fused_graph(s, params=params, inputs=inputs), s, provs)
         graphs.append(g.to_model_explorer(gid))
         for metric, data in overlays.items():
             if metric == "time":

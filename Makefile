@@ -30,11 +30,13 @@ demo: $(STAMP)
 	$(VENV)/bin/passlab demo
 
 # The suite in $(TEST_WORKERS) xdist worker processes (tests/conftest.py schedules them: a
-# module's tests share a worker, a corpus model's tests too), then the tests marked
-# `serial` (a time limit, a signal) alone. Fails when either part fails or runs nothing.
+# module's tests share a worker, a corpus model's tests too; in collection order, which
+# puts the browser tests last), then the tests marked `serial` (a time limit, a signal)
+# alone. Fails when either part fails or runs nothing.
 TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
-	$(PY) -m pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadscope -m "not serial"; \
+	$(PY) -m pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadscope \
+	  --no-loadscope-reorder -m "not serial"; \
 	  parallel=$$?; $(PY) -m pytest -ra --durations=10 -m serial $$($(PY) tests/exclusive.py); \
 	  serial=$$?; \
 	  echo "make test: parallel part exit $$parallel, serial part exit $$serial"; \

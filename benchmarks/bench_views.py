@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import large_models  # noqa: E402
 
 import passlab  # noqa: E402
-from passlab._tvm import printing  # noqa: E402
+from passlab.analysis import ir_text  # noqa: E402
 from passlab.views import explorer_panes  # noqa: E402
 
 TARGETS = {"open_ms": 300.0, "first_view_ms": 100.0, "provenance_s": 0.5, "report_s": 3.0,
@@ -61,12 +61,12 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
 
     opens = []
     for _ in range(repeat):
-        printing.clear_cache()
+        ir_text.clear_caches()
         opens.append(_ms(lambda: Explorer(trace)))
     changed = [s for s in trace if s.kind in ("pass", "container") and s.changed]
     views = []
     for s in changed:
-        printing.clear_cache()
+        ir_text.clear_caches()
         renderer = explorer_panes.PaneRenderer(trace)  # an empty pane cache
         views.append(_ms(lambda s=s, r=renderer: r.pane("diff", s.index)))
     graph_ms = float("nan")
@@ -81,7 +81,7 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
         prov_s = float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.html"
-        printing.clear_cache()
+        ir_text.clear_caches()
         report_s = _ms(lambda: trace.write_report(path)) / 1e3
         report_mb = path.stat().st_size / 1e6
     worst = max(range(len(views)), key=views.__getitem__)

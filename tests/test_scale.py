@@ -11,6 +11,7 @@ from many_steps import with_inner, with_main
 
 import passlab
 from passlab.views import explorer_panes as panes
+from passlab.views._report_state import read_report
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +77,10 @@ def test_report_of_20000_main_chain_steps_is_bounded(saved, tmp_path):
     html = out.read_text("utf-8")
     assert out.stat().st_size < 5_000_000, out.stat().st_size  # 2.2 MB; 108 MB before
     assert seconds < 40, f"{seconds:.1f} s"  # 7.6 s on a loaded 2-core machine; 385 s before
-    assert html.count('class="pl-row') == report.REPORT_PASSES
-    assert html.count('id="pl-diff-') == report.REPORT_PASSES
-    assert html.count('id="pl-explain-') == report.REPORT_PASSES
+    data, kept = read_report(html)
+    assert sum(r["kind"] == "pass" for r in data["state"]["steps"]) == report.REPORT_PASSES
+    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in kept) == report.REPORT_PASSES
+    assert sum(k.startswith("explain:") for k in kept) == report.REPORT_PASSES
     assert ("19,600 more steps after #399 Pass0#57 (19,600 main-chain passes) are not "
             "listed, diffed or explained: a report covers the first 400 main-chain passes; "
             "write it with full=True (passlab report --full) for every step") in html
@@ -92,10 +94,11 @@ def test_report_full_writes_every_step(saved, tmp_path, monkeypatch):
     trace = passlab.load_trace(with_main(saved, tmp_path / "main.zip", 30))
     monkeypatch.setattr(report, "REPORT_PASSES", 10)
     capped = report.render_report(trace)
-    assert capped.count('class="pl-row') == 10 and "20 more steps after #9" in capped
+    rows = lambda page: [r for r in read_report(page)[0]["state"]["steps"] if r["kind"] == "pass"]  # noqa: E731
+    assert len(rows(capped)) == 10 and "20 more steps after #9" in capped
     full = report.render_report(trace, full=True)
-    assert full.count('class="pl-row') == 30 and 'class="pl-omitted"' not in full
-    assert full.count('id="pl-diff-') == 30
+    assert len(rows(full)) == 30 and "more steps after" not in full
+    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in read_report(full)[1]) == 30
 
 
 def test_diff_html_bounds_the_lines_of_all_functions_together(mlp_build):
@@ -126,19 +129,88 @@ def test_first_view_offers_every_line_when_it_cut_some(mlp_build, monkeypatch):
 
 
 def test_report_diff_blocks_are_first_screens_unless_full(mlp_build, monkeypatch):
-    from passlab.views import _embed, report
+    from passlab.views import report
 
     trace = mlp_build.trace
     step = trace.find("LegalizeOps")
     monkeypatch.setattr(report, "REPORT_LINES", 30)
 
     def block(text: str) -> str:
-        start = text.index(f'id="pl-diff-{step.index}"')
-        payload = text[text.index(">", start) + 1:text.index("</script>", start)]
-        gz = 'data-encoding="gzip+base64"' in text[start:text.index(">", start)]
-        return _embed.decode_block(payload, _embed.ENCODING_GZIP if gz else None)
+        return read_report(text)[1][f"diff:{step.index}:side-by-side"]
 
     capped = block(report.render_report(trace))
-    # side by side: forward 15 rows, add 10, add1 5 of its 10
-    assert capped.count("data-fn=") == 3 and "(the first 30 diff lines)" in capped
+    # side by side: forward 15 rows, add 10, add1 5 of its 10; the other 5 named (the
+    # pane's function list)
+    assert (capped.count("data-fn="), capped.count("<li data-fn=")) == (8, 5)
+    assert "(the first 30 diff lines)" in capped
     assert block(report.render_report(trace, full=True)).count("data-fn=") == 8
+
+
+@pytest.fixture(scope="module")
+def legalized_32_layers():
+    """A 32-layer transformer's module before and after LegalizeOps (839 bindings in its
+    forward: the 7B shape's, on small tensors)."""
+    import tvm
+
+    mod = passlab.models.transformer(layers=32, seq_len="n", hidden=64, heads=4, ffn=128,
+                                     vocab=100)
+    return mod, tvm.relax.transform.LegalizeOps()(mod)
+
+
+def test_first_view_of_a_32_layer_forward_prints_its_first_binding_region(legalized_32_layers):
+    from passlab._tvm import printing
+    from passlab.analysis.diff import REGION_BINDINGS, diff
+
+    before, after = legalized_32_layers
+    d = diff(before, after)
+    forward = d["forward"]
+    nb, na = (printing.binding_count(forward.before), printing.binding_count(forward.after))
+    assert nb == na == 839 > 5 * REGION_BINDINGS
+    view = d.first_screen()
+    cut = view["forward"]
+    assert cut.head == (REGION_BINDINGS, REGION_BINDINGS, nb, na) and view.regions
+    assert view["add"] is d["add"]  # small functions are not cut
+    # the region is the whole function's first lines: its signature and first bindings
+    whole = printing.function_text(forward.after, "forward").split("\n")
+    region = cut.after_text.split("\n")
+    assert region == whole[:len(region)]
+    assert len(region) < len(whole) // 5
+    printing.clear_cache()
+    html = panes._first_view(d, "unified", False, "plx-diff")
+    assert html.count("<tr") < panes.FIRST_VIEW_LINES + 40
+    assert (f"first binding region printed ({REGION_BINDINGS} of {nb:,} bindings before, "
+            f"{REGION_BINDINGS} of {na:,} bindings after)") in html
+    assert html.endswith('<button type="button" class="plx-show-all">show all '
+                         f"{len(d)} changed functions</button>")
+    # "show all" prints the whole function
+    full = panes._first_view(d, "unified", True, "plx-diff")
+    assert "first binding region printed" not in full and full.count("<tr") > 800
+    assert cut.first_region() is cut
+
+
+def test_rendered_diff_blocks_are_cached_per_function_pair(mlp_build):
+    from passlab.analysis import _diff_render, ir_text
+    from passlab.analysis.diff import diff
+
+    step = mlp_build.trace.find("LegalizeOps")
+    ir_text.clear_caches()
+    first = _diff_render.html_block(diff(step)["forward"], "unified", 100)
+    again = _diff_render.html_block(diff(step)["forward"], "unified", 100)  # a new diff
+    assert again is first
+    assert _diff_render.html_block(diff(step)["forward"], "side-by-side", 100) is not first
+    ir_text.clear_caches()
+    assert len(_diff_render.BLOCKS) == 0
+    assert _diff_render.html_block(diff(step)["forward"], "unified", 100) == first
+
+
+def test_change_sets_compare_functions_structurally(mlp_build):
+    # a structurally equal copy of every function is no change; a real edit is one
+    import tvm
+
+    trace = mlp_build.trace
+    step = trace.find("LegalizeOps")
+    copy = tvm.ir.load_json(tvm.ir.save_json(step.after))
+    from passlab.recording.trace import _diff_functions, _HashCache
+
+    assert _diff_functions(step.after, copy, _HashCache()).names == ()
+    assert _diff_functions(step.before, copy, _HashCache()) == step.functions_changed

@@ -22,6 +22,9 @@ from passlab import _tvm
 
 __all__ = [
     "function_text",
+    "head_text",
+    "binding_names",
+    "binding_count",
     "prefetch",
     "function_kind",
     "same_function",
@@ -41,7 +44,7 @@ CACHE_SIZE = 4096
 
 
 class _TextCache:
-    """LRU of printed text keyed by ``(C object address, printed name)``.
+    """LRU of printed text keyed by ``(C object address, printed name[, bindings])``.
 
     Each entry keeps a reference to the TVM object it was printed from, so the address
     cannot be freed and reused by another object while the entry lives.
@@ -49,12 +52,12 @@ class _TextCache:
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[tuple[int, str], tuple[Any, str]] = OrderedDict()
+        self._data: OrderedDict[tuple[Any, ...], tuple[Any, str]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[int, str]) -> str | None:
+    def get(self, key: tuple[Any, ...]) -> str | None:
         with self._lock:
             entry = self._data.get(key)
             if entry is None:
@@ -64,7 +67,7 @@ class _TextCache:
             self.hits += 1
             return entry[1]
 
-    def put(self, key: tuple[int, str], obj: Any, text: str) -> None:
+    def put(self, key: tuple[Any, ...], obj: Any, text: str) -> None:
         with self._lock:
             self._data[key] = (obj, text)
             self._data.move_to_end(key)
@@ -151,6 +154,94 @@ def function_text(func: Any, name: str) -> str:
     return text
 
 
+#: binding counts of recent functions: (the function, kept alive so that its address
+#: is not reused, and its count), by address
+_COUNTS: OrderedDict[int, tuple[Any, int]] = OrderedDict()
+_COUNTS_SIZE = 256
+
+
+def binding_count(func: Any) -> int:
+    """How many top-level bindings a Relax function has (0 for anything else): what
+    :func:`head_text` counts. Cached by object."""
+    key = _address(func)
+    with _CACHE._lock:
+        hit = _COUNTS.get(key)
+    if hit is not None:
+        return hit[1]
+    body: Any = getattr(func, "body", None)
+    count = 0
+    if function_kind(func) == "relax" and hasattr(body, "blocks"):
+        count = sum(int(len(block.bindings)) for block in body.blocks)
+    with _CACHE._lock:
+        _COUNTS[key] = (func, count)
+        while len(_COUNTS) > _COUNTS_SIZE:
+            _COUNTS.popitem(last=False)
+    return count
+
+
+def binding_names(func: Any, limit: int) -> tuple[str, ...]:
+    """The variable names of a Relax function's first ``limit`` top-level bindings, in
+    program order (empty for anything else). Each costs a few calls into TVM, so only
+    the region asked for is read."""
+    body: Any = getattr(func, "body", None)
+    if function_kind(func) != "relax" or not hasattr(body, "blocks"):
+        return ()
+    names: list[str] = []
+    for block in body.blocks:
+        bindings = block.bindings
+        for k in range(min(len(bindings), limit - len(names))):
+            names.append(str(bindings[k].var.name))
+        if len(names) >= limit:
+            break
+    return tuple(names)
+
+
+def _head(func: Any, count: int) -> Any:
+    """``func`` with only its first ``count`` top-level bindings, returning the last of
+    them: printed, its lines are the whole function's first lines (names are given in
+    program order), and a print costs what those lines cost."""
+    from tvm import relax
+
+    blocks, left, last = [], count, None
+    for block in func.body.blocks:
+        if left <= 0:
+            break
+        kept = list(block.bindings)[:left]
+        left -= len(kept)
+        if kept:
+            blocks.append(type(block)(kept))
+            last = kept[-1].var
+    result = last if last is not None else func.body.body
+    return relax.Function(func.params, relax.SeqExpr(blocks, result), func.ret_ty,
+                          func.is_pure, func.attrs)
+
+
+def _strip_head_tail(text: str) -> str:
+    """Drop what only a head print has after its last binding: ``return`` of that
+    binding's variable and the dataflow block's ``R.output(...)`` for it."""
+    lines = text.split("\n")
+    if lines and lines[-1].startswith("    return "):
+        lines.pop()
+    while lines and lines[-1].lstrip().startswith("R.output("):
+        lines.pop()
+    return "\n".join(lines)
+
+
+def head_text(func: Any, name: str, count: int) -> str:
+    """The first lines of :func:`function_text` of a Relax function: its signature and
+    its first ``count`` top-level bindings (per binding region: a 32-layer forward of
+    2,400 lines prints its first screen in a tenth of the time). The whole text when the
+    function has no more bindings than that, or is not a Relax function."""
+    if binding_count(func) <= count:
+        return function_text(func, name)
+    key = (_address(func), name, count)
+    text = _CACHE.get(key)
+    if text is None:
+        text = _strip_head_tail(_print(_head(func, count), name))
+        _CACHE.put(key, func, text)
+    return text
+
+
 #: Threads for :func:`prefetch`: TVM's printer releases the GIL, so on 2 cores two
 #: threads print a batch of PrimFuncs ~2x as fast (143 vs 65 ms for 40 mobilenet kernels).
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -158,34 +249,50 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def prefetch(jobs: Iterable[tuple[Any, str]]) -> int:
-    """Print the ``(function, name)`` pairs not yet in the cache, in parallel threads, so
-    that the :func:`function_text` calls that follow are cache hits. Returns how many were
-    printed. With one core, or one job, it prints in this thread."""
+def _job_key(func: Any, name: str, count: int | None) -> tuple[Any, ...]:
+    if count is not None and binding_count(func) > count:
+        return (_address(func), name, count)
+    return (_address(func), name)
+
+
+def _print_job(func: Any, name: str, count: int | None) -> str:
+    if count is not None and binding_count(func) > count:
+        return _strip_head_tail(_print(_head(func, count), name))
+    return _print(func, name)
+
+
+def prefetch(jobs: Iterable[tuple[Any, ...]]) -> int:
+    """Print the ``(function, name)`` pairs (or ``(function, name, bindings)`` triples:
+    :func:`head_text`) not yet in the cache, in parallel threads, so that the
+    :func:`function_text` / :func:`head_text` calls that follow are cache hits. Returns
+    how many were printed. With one core, or one job, it prints in this thread."""
     global _pool
-    todo: dict[tuple[int, str], tuple[Any, str]] = {}
-    for func, name in jobs:
+    todo: dict[tuple[Any, ...], tuple[Any, str, int | None]] = {}
+    for func, name, *rest in jobs:
         if func is None:
             continue
-        key = (_address(func), name)
+        count = rest[0] if rest else None
+        key = _job_key(func, name, count)
         if key not in todo and _CACHE.get(key) is None:
-            todo[key] = (func, name)
+            todo[key] = (func, name, count)
     if len(todo) < 2 or _WORKERS < 2:
-        for func, name in todo.values():
-            function_text(func, name)
+        for key, job in todo.items():
+            _CACHE.put(key, job[0], _print_job(*job))
         return len(todo)
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="passlab-print")
     items = list(todo.items())
-    for (key, (func, _)), text in zip(items, _pool.map(lambda kv: _print(*kv[1]), items)):
-        _CACHE.put(key, func, text)
+    for (key, job), text in zip(items, _pool.map(lambda kv: _print_job(*kv[1]), items)):
+        _CACHE.put(key, job[0], text)
     return len(items)
 
 
 def clear_cache() -> None:
     """Forget every printed function (benchmarks measure first-view latency with it)."""
     _CACHE.clear()
+    with _CACHE._lock:
+        _COUNTS.clear()
 
 
 def cache_info() -> dict[str, int]:

@@ -11,6 +11,8 @@ import difflib
 import html
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -173,6 +175,19 @@ def elided_text(line: str) -> str:
     return f"{head}... {n} more parameters{tail}"
 
 
+def region_note(fd: Any) -> str:
+    """What a diff of a function's first binding region (``fd.head``) left out; "" for a
+    whole function."""
+    head = getattr(fd, "head", None)
+    if head is None:
+        return ""
+    kb, ka, nb, na = head
+    sides = [f"{k:,} of {n:,} bindings {side}" for k, n, side in
+             ((kb, nb, "before"), (ka, na, "after")) if n]
+    return (f"first binding region printed ({', '.join(sides)}): the counts are "
+            "this region's; show all prints the whole function")
+
+
 def status_text(fd: Any) -> str:
     return "modified (renamed callee)" if fd.callees_renamed else fd.status
 
@@ -222,6 +237,8 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
         return "\n".join(out + [callee_note(fd)])
     if fd.status == "renamed":
         out += [f"rename from {fd.old_name}", f"rename to {fd.name}"]
+    if region_note(fd):
+        out.append(f"({region_note(fd)})")
     out.append("--- /dev/null" if fd.status == "added" else f"--- a/{fd.old_name or fd.name}")
     out.append("+++ /dev/null" if fd.status == "removed" else f"+++ b/{fd.name}")
     body = 0
@@ -506,11 +523,68 @@ def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
             yield old if tag in ("equal", "delete", "moved-from") else new
 
 
+class _BlockCache:
+    """LRU of rendered function blocks keyed by the two functions' C object addresses and
+    everything else the block depends on, like the printed text (:mod:`passlab._tvm.printing`):
+    highlighting is most of what a first view costs, and the same function pair comes
+    back (stepping back to a pass, the compare pane, a report after the Explorer). Each
+    entry keeps its functions alive, so an address is not reused while it is cached."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[tuple[Any, ...], tuple[Any, Any, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> str | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return None
+            self._data.move_to_end(key)
+            return hit[2]
+
+    def put(self, key: tuple[Any, ...], fd: Any, out: str) -> None:
+        with self._lock:
+            self._data[key] = (fd.before, fd.after, out)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+#: Rendered blocks kept (a first view renders at most 8; a report some hundreds).
+BLOCKS = _BlockCache(512)
+
+
+def _address(obj: Any) -> int | None:
+    if obj is None:
+        return None
+    chandle = getattr(obj, "__chandle__", None)
+    return chandle() if chandle is not None else id(obj)
+
+
 def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True,
                anchor: str = "") -> str:
     """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`),
     with ``data-*`` attributes naming the function; with an ``anchor`` (an element id),
-    also the variables Relax bindings define marked (see :func:`_linked`)."""
+    also the variables Relax bindings define marked (see :func:`_linked`). Cached by
+    the function objects (:data:`BLOCKS`): the same pair renders to the same string."""
+    key = (_address(fd.before), _address(fd.after), fd.name, fd.old_name, fd.status,
+           fd.kind, fd.context, tuple(fd.callees_renamed), getattr(fd, "head", None), mode,
+           max_lines, highlight, anchor, _layout.FOLD_ROWS, _MAX_TOKENS)  # settings too
+    out = BLOCKS.get(key)
+    if out is None:
+        out = _html_block(fd, mode, max_lines, highlight, anchor)
+        BLOCKS.put(key, fd, out)
+    return out
+
+
+def _html_block(fd: Any, mode: str, max_lines: int, highlight: bool, anchor: str) -> str:
     name, status = html.escape(fd.name), html.escape(fd.status)
     if fd.status == "renamed":
         name = f"{html.escape(fd.old_name)} → {name}"
@@ -532,6 +606,8 @@ def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True,
             code = _linked(code)
         body = (f'<div class="pl-scroll"><table class="{table_class}">'
                 + "".join(render(fd, max_lines, code)) + "</table></div>")
+        if region_note(fd):
+            body += f'<div class="pl-note pl-region">{html.escape(region_note(fd))}.</div>'
     return f'<details open class="pl-func pl-{status}"{attrs}>{head}{body}</details>'
 
 

@@ -7,6 +7,7 @@ when their text is first asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import html
 import re
@@ -22,7 +23,7 @@ from passlab._tvm import printing as _printing
 from passlab.analysis import _diff_render as _render
 from passlab.errors import unknown
 
-__all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW"]
+__all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW", "REGION_BINDINGS"]
 
 #: Diff lines shown per function before the rest is cut with a "shown N of M" note.
 MAX_LINES = 5000
@@ -30,6 +31,10 @@ MAX_LINES = 5000
 #: are listed by name. Printing is the cost of a diff, and lowered TIR passes touch every
 #: kernel: a first view stays fast by printing only what it shows.
 FIRST_VIEW = 8
+#: Top-level bindings of a Relax function that a first view prints (its first binding
+#: region): a 32-layer forward has ~840-2,400 bindings, and printing it whole costs more
+#: than the first view's budget (see :meth:`ModuleDiff.first_screen`).
+REGION_BINDINGS = 100
 #: Lines of ``to_text()`` kept in the plain-text notebook/terminal representation.
 _PLAIN_LINES = 400
 _MODES = ("side-by-side", "unified")
@@ -56,18 +61,53 @@ class FunctionDiff(Displayable):
     """For a caller that changed only because functions it calls were renamed: the
     ``(old, new)`` names; its diff then has no lines (``before`` is printed with the new
     names)."""
+    head: tuple[int, int, int, int] | None = None
+    """For a first view of a huge Relax function (:meth:`ModuleDiff.first_screen`): only
+    its first binding region is printed and diffed, ``(bindings printed before, after,
+    bindings before, after)``; None: the whole function."""
 
     @cached_property
     def before_text(self) -> str:
         """TVMScript of the function before ("" if it was added)."""
         if self.before is None:
             return ""
-        return _printing.function_text(self.before, self.old_name or self.name)
+        name = self.old_name or self.name
+        if self.head is not None:
+            return _printing.head_text(self.before, name, self.head[0])
+        return _printing.function_text(self.before, name)
 
     @cached_property
     def after_text(self) -> str:
         """TVMScript of the function after ("" if it was removed)."""
-        return "" if self.after is None else _printing.function_text(self.after, self.name)
+        if self.after is None:
+            return ""
+        if self.head is not None:
+            return _printing.head_text(self.after, self.name, self.head[1])
+        return _printing.function_text(self.after, self.name)
+
+    def first_region(self, bindings: int = REGION_BINDINGS) -> FunctionDiff:
+        """This diff printing only the first ``bindings`` top-level bindings of a Relax
+        function that has many more (about 1.5 times or more, on either side), and the
+        matching region on the other side (up to the last binding name both sides
+        share once); ``self`` otherwise. The result's :attr:`head` says what it prints."""
+        if self.head is not None or self.kind != "relax" or self.callees_renamed:
+            return self
+        count = _printing.binding_count
+        nb = count(self.before) if self.before is not None else 0
+        na = count(self.after) if self.after is not None else 0
+        if max(nb, na) <= bindings * 3 // 2:
+            return self
+        ka, kb = min(bindings, na), min(bindings, nb)
+        if nb and na:
+            # the region of the input that became this one: up to the last name of this
+            # region that both sides bind once (within 3x as many bindings of the input)
+            once_a = _once(_printing.binding_names(self.after, ka))
+            names_b = _printing.binding_names(self.before, 3 * bindings)
+            once_b = _once(names_b)
+            anchor = next((n for n in reversed(once_a) if n in once_b), None)
+            if anchor is not None and (once_b[anchor] + 1 < len(names_b) or nb <= len(names_b)):
+                kb = once_b[anchor] + 1
+        return dataclasses.replace(self, head=(kb, ka, nb, na))
 
     @cached_property
     def _before_lines(self) -> list[str]:
@@ -255,17 +295,44 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         return shown, (f"shown {len(shown)} of {len(self.functions)} changed functions; not "
                        f"printed: {names}{more}. to_html(max_functions=None) shows all.")
 
-    def print_jobs(self, max_functions: int | None = None) -> tuple[tuple[Any, str], ...]:
-        """The ``(function, name)`` pairs that ``to_text``/``to_html`` with this
-        ``max_functions`` print: for :func:`passlab._tvm.printing.prefetch`."""
+    def print_jobs(self, max_functions: int | None = None) -> tuple[tuple[Any, ...], ...]:
+        """The ``(function, name)`` pairs (``(function, name, bindings)`` for a printed
+        region) that ``to_text``/``to_html`` with this ``max_functions`` print: for
+        :func:`passlab._tvm.printing.prefetch`."""
         shown, _ = self._split(max_functions)
-        return tuple(job for fd in shown for job in (
-            (fd.before, fd.old_name or fd.name), (fd.after, fd.name)) if job[0] is not None)
+        jobs: list[tuple[Any, ...]] = []
+        for fd in shown:
+            for func, name, side in ((fd.before, fd.old_name or fd.name, 0),
+                                     (fd.after, fd.name, 1)):
+                if func is not None:
+                    jobs.append((func, name) if fd.head is None else
+                                (func, name, fd.head[side]))
+        return tuple(jobs)
+
+    def first_screen(self, max_functions: int | None = FIRST_VIEW,
+                     bindings: int = REGION_BINDINGS) -> ModuleDiff:
+        """This diff as a first view prints it: each of the first ``max_functions``
+        functions that is a huge Relax function cut to its first binding region
+        (:meth:`FunctionDiff.first_region`), so that a 32-layer forward rewritten by
+        LegalizeOps or VMShapeLower prints ~100 bindings, not 2,400 lines; ``self`` when
+        nothing is cut. ``to_html()`` of the whole diff prints everything."""
+        shown = self.functions if max_functions is None else self.functions[:max_functions]
+        cut = tuple(fd.first_region(bindings) for fd in shown)
+        if all(a is b for a, b in zip(cut, shown)):
+            return self
+        return dataclasses.replace(self, functions=cut + self.functions[len(shown):])
+
+    @property
+    def regions(self) -> bool:
+        """Whether some function prints only its first binding region (:attr:`FunctionDiff.head`)."""
+        return any(fd.head is not None for fd in self.functions)
 
     def _counts(self, shown: Sequence[FunctionDiff]) -> tuple[int, int, str]:
         added = sum(fd.lines_added for fd in shown)
         removed = sum(fd.lines_removed for fd in shown)
         scope = "" if len(shown) == len(self.functions) else " in the shown functions"
+        if any(fd.head is not None for fd in shown):
+            scope = " in the printed regions"
         return added, removed, scope
 
     def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES,
@@ -474,6 +541,17 @@ def diff(
             make(name, "added", None, None, new[name])
     result.sort(key=_reading_order)
     return ModuleDiff(tuple(result), title)
+
+
+def _once(names: Sequence[str]) -> dict[str, int]:
+    """Names that occur once in ``names``, and where."""
+    seen: dict[str, int] = {}
+    twice: set[str] = set()
+    for k, n in enumerate(names):
+        if n in seen:
+            twice.add(n)
+        seen[n] = k
+    return {n: k for n, k in seen.items() if n not in twice}
 
 
 def _is_binding(line: str) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 from passlab import _tvm
 from passlab._tvm import printing
 
-__all__ = ["function_text", "function_source", "prefetch"]
+__all__ = ["function_text", "function_source", "prefetch", "clear_caches"]
 
 
 def function_text(func: Any, name: str) -> str:
@@ -48,3 +48,12 @@ def prefetch(diffs: Iterable[Any], max_functions: int | None = None) -> int:
     :class:`~passlab.analysis.diff.ModuleDiff` objects show with ``max_functions`` (None:
     all), so that rendering them afterwards hits the cache. Returns how many were printed."""
     return printing.prefetch(job for d in diffs for job in d.print_jobs(max_functions))
+
+
+def clear_caches() -> None:
+    """Forget every printed function and every rendered diff block (a cold first view,
+    as the benchmarks measure it)."""
+    from passlab.analysis import _diff_render
+
+    printing.clear_cache()
+    _diff_render.BLOCKS.clear()

@@ -111,15 +111,15 @@ def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
     fa, fb = hash_of.functions(before), hash_of.functions(after)
     added = tuple(n for n in fb if n not in fa)
     removed = tuple(n for n in fa if n not in fb)
-    modified = []
-    for name, f in fb.items():
-        g = fa.get(name)
-        if g is None or g.same_as(f):
-            continue
-        if hash_of(g) != hash_of(f):
-            modified.append(name)
+    # One structural comparison per function that is not the same object: TVM's TIR
+    # passes rebuild every PrimFunc, mostly into an equal copy (4,264 of Swin-T's 6,268
+    # such pairs), and an unequal pair stops at its first difference. Hashing both sides
+    # instead walked every function whole (Swin-T's main chain: 2.3 s -> ~0.6 s).
+    modified = tuple(name for name, f in fb.items()
+                     if (g := fa.get(name)) is not None and not g.same_as(f)
+                     and not _tvm.structural_equal(g, f))
     attrs = not _tvm.attrs_equal(before.attrs, after.attrs)
-    return Changes(added, removed, tuple(modified), attrs)
+    return Changes(added, removed, modified, attrs)
 
 
 @dataclass(frozen=True, eq=False)

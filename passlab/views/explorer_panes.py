@@ -539,15 +539,18 @@ def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> st
     from passlab.analysis import _diff_render, ir_text
     from passlab.analysis.diff import FIRST_VIEW
 
-    ir_text.prefetch([d], None if all_functions else FIRST_VIEW)
     if all_functions:
+        ir_text.prefetch([d], None)
         return d.to_html(mode, anchors=anchors)
+    # a huge Relax function (a 32-layer forward) prints its first binding region only
+    view = d.first_screen(FIRST_VIEW)
+    ir_text.prefetch([view], FIRST_VIEW)
     paired = mode == "side-by-side"
-    lines = sum(_diff_render.row_total(fd, paired) for fd in d.functions[:FIRST_VIEW])
-    if len(d) <= FIRST_VIEW and lines <= FIRST_VIEW_LINES:
+    lines = sum(_diff_render.row_total(fd, paired) for fd in view.functions[:FIRST_VIEW])
+    if len(d) <= FIRST_VIEW and lines <= FIRST_VIEW_LINES and not view.regions:
         return d.to_html(mode, anchors=anchors)
     what = (f"all {len(d)} changed functions" if len(d) > FIRST_VIEW
-            else f"all {lines:,} diff lines")
+            else "whole functions" if view.regions else f"all {lines:,} diff lines")
     button = f'<button type="button" class="plx-show-all">show {what}</button>'
-    return d.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors,
-                     max_total_lines=FIRST_VIEW_LINES) + button
+    return view.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors,
+                        max_total_lines=FIRST_VIEW_LINES) + button

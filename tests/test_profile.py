@@ -258,3 +258,17 @@ def test_time_colour_uses_the_profiles_totals(mlp_build, mlp_profile):
     with pytest.raises(ValueError, match=r"overlay='time' needs a profile: "
                                          r"g.to_dot\('time', profile=build.profile\(\)\)"):
         g.to_dot("time")
+
+
+def test_a_device_that_is_not_here_is_named():
+    # issue 25 item 6: a GPU target times on its device, and without one says which
+    from passlab._tvm import timing
+
+    for kind, device in (("cuda", "cuda"), ("nvptx", "cuda"), ("rocm", "rocm"),
+                         ("metal", "metal"), ("vulkan", "vulkan")):
+        with pytest.raises(DeviceUnavailableError,
+                           match=rf"cannot time this {kind!r} build: no {device} device here"):
+            timing.device(kind)
+    assert str(timing.device("llvm")) == str(timing.device("c")) == "cpu:0"
+    with pytest.raises(DeviceUnavailableError, match="passlab knows the devices of c, cuda"):
+        timing.device("hexagon")

@@ -113,8 +113,9 @@ def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
     removed = tuple(n for n in fa if n not in fb)
     # One structural comparison per function that is not the same object: TVM's TIR
     # passes rebuild every PrimFunc, mostly into an equal copy (4,264 of Swin-T's 6,268
-    # such pairs), and an unequal pair stops at its first difference. Hashing both sides
-    # instead walked every function whole (Swin-T's main chain: 2.3 s -> ~0.6 s).
+    # such pairs; 3,376 of them from the very same parts, which _tvm.structural_equal
+    # answers without a walk), and an unequal pair stops at its first difference.
+    # Hashing both sides instead walked every function whole.
     modified = tuple(name for name, f in fb.items()
                      if (g := fa.get(name)) is not None and not g.same_as(f)
                      and not _tvm.structural_equal(g, f))

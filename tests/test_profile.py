@@ -272,3 +272,13 @@ def test_a_device_that_is_not_here_is_named():
     assert str(timing.device("llvm")) == str(timing.device("c")) == "cpu:0"
     with pytest.raises(DeviceUnavailableError, match="passlab knows the devices of c, cuda"):
         timing.device("hexagon")
+
+
+def test_profile_without_links_has_the_same_kernels(mlp_build, mlp_profile):
+    # what attribute() and sweep(profile=) time: no provenance or blame per build
+    from passlab.research.profile import profile
+
+    bare = profile(mlp_build, repeat=1, links=False)
+    assert [(k.kernel, k.calls, k.bytes) for k in sorted(bare, key=lambda k: k.kernel)] == \
+        [(k.kernel, k.calls, k.bytes) for k in sorted(mlp_profile, key=lambda k: k.kernel)]
+    assert all(k.sources == k.ops == k.passes == () for k in bare)

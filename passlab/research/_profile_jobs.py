@@ -24,7 +24,8 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
     seed, arrays = job["inputs"]
     try:
         prof = profile(built, *(arrays or ()), seed=seed, repeat=int(opts.get("repeat", 10)),
-                       number=opts.get("number"), min_repeat_ms=opts.get("min_repeat_ms"))
+                       number=opts.get("number"), min_repeat_ms=opts.get("min_repeat_ms"),
+                       links=False)  # times only: no provenance or blame per variant
     except Exception as exc:  # noqa: BLE001 - the row says why, the job stands
         return dict(error=f"profile: {type(exc).__name__}: {first_line(exc)}")
     called = [k for k in prof if k.calls > 0]

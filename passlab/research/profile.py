@@ -275,7 +275,7 @@ def _links(build: Any, kernels: list[str]) -> dict[str, tuple[tuple, tuple, tupl
 
 
 def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = None,
-            min_repeat_ms: int | None = None, seed: int = 0) -> Profile:
+            min_repeat_ms: int | None = None, seed: int = 0, links: bool = True) -> Profile:
     """Time ``build``'s entry function and each kernel it calls (see the module doc).
 
     Parameters
@@ -287,6 +287,9 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
         Repeats of each measurement (medians and spreads are over these).
     number
         Calls per repeat; default: as many as fill ``min_repeat_ms`` (default 2 ms).
+    links
+        False leaves each kernel's ``sources``, ``ops`` and ``passes`` empty: no
+        provenance or blame of the trace (``attribute`` needs only the times).
 
     Raises
     ------
@@ -327,7 +330,8 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     e2e, overhead = timed["e2e"], timed["overhead"]
     order = list(dict.fromkeys(names[c.symbol] for c in calls if c.kernel))
     unused = sorted(set(names.values()) - set(order))
-    links = _links(build, order + unused)
+    linked = (_links(build, order + unused) if links
+              else {k: ((), (), ()) for k in order + unused})
     funcs = build._kernels.tir_mod if build._kernels is not None else None
     rows = []
     for k in order:
@@ -335,7 +339,7 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
         n = sum(per_sig[s] for s in sigs)
         total = sum(per_sig[s] * timed[s].median for s in sigs)
         flops = _flops(funcs[k]) if funcs is not None else None
-        sources, ops, passes = links[k]
+        sources, ops, passes = linked[k]
         rows.append(KernelTime(
             k, n, total / n, sum(per_sig[s] * timed[s].min for s in sigs) / n,
             sum(per_sig[s] * timed[s].max for s in sigs) / n, total,
@@ -346,7 +350,7 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     # kernels in the library that this run never called (e.g. a reshape the VM runs as
     # vm.builtin.reshape): listed, with no time, so that every kernel appears once
     for k in unused:
-        sources, ops, passes = links[k]
+        sources, ops, passes = linked[k]
         rows.append(KernelTime(k, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0,
                                _flops(funcs[k]) if funcs is not None else None,
                                sources, ops, passes, 0.0))

@@ -1,4 +1,5 @@
-"""The Explorer in JupyterLab and the static report, in a real headless Chromium.
+"""The Explorer in JupyterLab, in a real headless Chromium (the static report, the
+Explorer's front end offline: tests/test_browser_report.py).
 
 JupyterLab runs on 127.0.0.1 with a fixed token; Playwright drives Debian's Chromium
 (/usr/bin/chromium, never a downloaded browser). Screenshots go to docs/screenshots/.
@@ -12,7 +13,6 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
 from browser_helpers import SHOTS, marks, open_notebook, write_notebook
 
 pytestmark = marks()
@@ -100,40 +100,6 @@ def test_explorer_in_jupyterlab(lab, page, expect):
     expect(widget.locator(".plx-pane-pipeline")).to_contain_text("Pipeline for llvm")
     assert page.errors == []
     print(" ".join(f"{k}={v:.2f}s" for k, v in timings.items()))
-
-
-def test_static_report(tmp_path, mlp_build, page, expect):
-    import passlab
-
-    try:
-        import passlab.views.report  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"the static report (passlab/views/report.py) is not importable: {exc}")
-    path = mlp_build.trace.write_report(tmp_path / "report.html")
-    page.goto(Path(path).resolve().as_uri())
-    # the pass list
-    rows = page.locator("#pl-list tr.pl-row")
-    expect(rows.filter(has_text="FuseOps")).to_have_count(1)
-    # a diff
-    rows.filter(has_text="FuseOps").click()
-    expect(page.locator("#pl-detail")).to_contain_text(
-        "FuseOps: 3 functions changed: 2 added, 0 removed, 1 modified")
-    # a graph, drawn when its snapshot is opened
-    snap = page.locator("#pl-snapshots details").first
-    snap.locator("summary").click()
-    expect(snap.locator("svg g.node").or_(snap.locator(".passlab-graph table tbody tr"))
-           .first).to_be_visible()
-    weights = snap.locator("button.pl-weights")
-    if weights.count():  # with a layout program: the weights fold, a button draws them
-        weight = snap.locator(".pl-svg g.node title", has_text=re.compile(r"^fc1\.weight$"))
-        expect(weight).to_have_count(0)
-        weights.click()
-        expect(weight).to_have_count(1)
-        expect(weights).to_have_text("fold weights")
-        weights.click()
-        expect(weight).to_have_count(0)
-    page.screenshot(path=str(SHOTS / "report.png"), full_page=False)
-    assert page.errors == []
 
 
 _BUFFERS_NB = [

@@ -61,13 +61,15 @@ def test_explain_strip_in_the_explorer_and_the_report(tmp_path, lab, new_page, m
     report = trace.write_report(tmp_path / "report.html")
     page = new_page()
     page.goto(Path(report).resolve().as_uri())
-    page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
-    box = page.locator("#pl-detail .pl-explain-box")
+    rep = page.locator("#plx-root .plx")  # the Explorer's front end over the report
+    rep.locator(".plx-row", has=page.locator(".plx-label", has_text=re.compile(
+        r"^FuseOps$"))).click()
+    box = rep.locator(".plx-explain-strip")
     expect(box.locator(".ple-here")).to_have_text(fuse.explain().sentence)
     # the strip comes before the diff
-    expect(page.locator("#pl-detail .pl-diff-box")).to_be_visible()
+    expect(rep.locator(".plx-pane-diff .passlab-diff")).to_be_visible()
     assert page.evaluate("""() => {
-        const s = document.querySelector('#pl-detail .pl-explain-box');
-        const d = document.querySelector('#pl-detail .pl-diff-box');
+        const s = document.querySelector('#plx-root .plx-explain-strip');
+        const d = document.querySelector('#plx-root .plx-panes');
         return s.getBoundingClientRect().bottom <= d.getBoundingClientRect().top + 1; }""")
     assert page.errors == []

@@ -9,6 +9,8 @@ driven by Playwright); skipped, with the reason, when either is missing.
 
 from __future__ import annotations
 
+import re
+
 from browser_helpers import SHOTS, marks, open_notebook, write_notebook
 from test_explorer_ir import _Page
 
@@ -156,24 +158,26 @@ def test_report_diff_layout_toggle_and_folds(tmp_path, mlp_build, page, expect):
     trace = mlp_build.trace
     report = trace.write_report(tmp_path / "report.html")
     page.goto(Path(report).resolve().as_uri())
-    page.locator("#pl-list tr.pl-row").filter(has_text="FuseOps").first.click()
-    box = page.locator("#pl-detail .pl-diff-box")
+    rep = page.locator("#plx-root .plx")  # the Explorer's front end over the report
+    rep.locator(".plx-row", has=page.locator(".plx-label", has_text=re.compile(
+        r"^FuseOps$"))).click()
+    box = rep.locator(".plx-pane-diff")
     expect(box.locator("table.pl-sbs")).to_have_count(3)
-    modes = page.locator("#pl-detail .pl-diff-modes button")
-    expect(modes).to_have_text(["side by side", "unified"])
-    expect(modes.nth(0)).to_have_attribute("aria-pressed", "true")
+    modes = rep.locator("select.plx-mode")
+    expect(modes).to_have_value("side-by-side")
     fold = box.locator('details[data-fn="forward"] tr.pl-fold-head')
     expect(fold).to_have_text("\u22ef 3 unchanged lines")
-    modes.nth(1).click()
+    modes.select_option("unified")
     expect(box.locator("table.pl-unified")).to_have_count(3)
     expect(box.locator("table.pl-sbs")).to_have_count(0)
-    expect(modes.nth(1)).to_have_attribute("aria-pressed", "true")
     folded = box.locator('details[data-fn="forward"] tr.pl-folded')
     expect(folded.nth(0)).to_be_hidden()
     fold.locator("label").click()
     expect(folded.nth(0)).to_be_visible()
     # the layout stays chosen for the next pass shown
-    page.keyboard.press("k")
-    expect(page.locator("#pl-detail .pl-diff-modes button").nth(1)).to_have_attribute(
-        "aria-pressed", "true")
+    rep.locator(".plx-list").press("k")
+    expect(rep.locator(".plx-row.selected .plx-label")).to_have_text("FoldConstant")
+    rep.locator(".plx-list").press("k")  # AnnotateTIROpPattern: a diff again
+    expect(box.locator("table.pl-unified").first).to_be_visible()
+    expect(modes).to_have_value("unified")
     assert page.errors == []

@@ -181,12 +181,14 @@ _OUTPUT_TEXT = [
     ("plain graph labels", ".jp-RenderedHTMLCommon .passlab-graph svg g.edge text"),
     ("plain graph zoom", ".jp-RenderedHTMLCommon .passlab-zoom > label"),
 ]
-_REPORT_TEXT = [
-    ("report rows", "#pl-list td"),
-    ("report selected row", "#pl-list tr.selected td"),
-    ("report header", ".pl-summary-line, .pl-meta, .pl-nav a"),
-    ("report diff", ".pl-detail td.pl-code, .pl-detail td.pl-ln, .pl-detail summary"),
-    ("report diff counts", ".pl-detail .pl-count-add, .pl-detail .pl-count-del"),
+_REPORT_TEXT = [  # the Explorer's front end over the report's static model
+    ("report rows", "#plx-root .plx-row span"),
+    ("report selected row", "#plx-root .plx-row.selected span"),
+    ("report header", ".pl-summary-line, .pl-meta"),
+    ("report diff", "#plx-root .plx-pane-diff td.pl-code, #plx-root .plx-pane-diff td.pl-ln, "
+     "#plx-root .plx-pane-diff summary"),
+    ("report diff counts", "#plx-root .plx-pane-diff .pl-count-add, "
+     "#plx-root .plx-pane-diff .pl-count-del"),
 ]
 
 
@@ -392,8 +394,8 @@ def test_dark_theme_narrow_width_and_keys(tmp_path, lab, page, mlp_build, expect
     # ---- the static report in a dark colour scheme
     page.emulate_media(color_scheme="dark")
     page.goto(Path(report).as_uri())
-    page.locator("#pl-list tr.pl-row", has_text="FuseOps").first.click()
-    expect(page.locator(".pl-detail")).to_contain_text("FuseOps")
+    page.locator("#plx-root .plx-row", has_text="FuseOps").first.click()
+    expect(page.locator("#plx-root .plx-pane-diff")).to_contain_text("FuseOps")
     report_low = _low(page, _REPORT_TEXT, "report")
     assert not page.errors, page.errors
     low = {"JupyterLab Dark": dark, "JupyterLab Light": light, "report, dark": report_low}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -212,15 +213,15 @@ def test_explorer_shows_a_kernels_generated_code_beside_its_tir(cuda):
 
 
 def test_report_has_each_kernels_code_next_to_its_lowered_tir(cpu):
-    from passlab.views import _embed
+    from passlab.views._report_state import read_report
     from passlab.views.report import render_report
 
-    html = render_report(cpu.trace)
-    assert '<section id="pl-code"><h2>Generated code</h2>' in html
-    assert sorted(re.findall(r'<details class="pl-snap pl-kernel-code" id="code-(\w+)"', html)) \
-        == sorted(KERNELS)
-    m = re.search(r'<script type="application/json" id="pl-code-transpose1"'
-                  r'( data-encoding="([^"]+)")?>(.*?)</script>', html, re.S)
-    block = _embed.decode_block(m.group(3), m.group(2))
-    assert "<h4>TIR (lowered, input of codegen)</h4>" in block and "<h4>llvm</h4>" in block
-    assert "def transpose1(" in block and "define " in block
+    _, kept = read_report(render_report(cpu.trace))
+    # the kernel panel of the graph after fusion: each kernel's TIR beside its llvm
+    panel = json.loads(kept[f"kernels:{cpu.trace.find('FuseTIR').index}:collapse"])
+    by_title = {v[0]: v for v in panel.values()}
+    kernel = by_title["TIR of fused_matmul_add_relu (after #6 FuseTIR)"]
+    assert "def fused_matmul_add_relu(" in kernel[1]
+    assert kernel[3] == "llvm generated for fused_matmul_add_relu (codegen step)"
+    assert "define " in kernel[4]
+    assert sorted(t.split()[2] for t in by_title) == sorted(k for k in KERNELS if "fused" in k)

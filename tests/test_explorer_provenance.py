@@ -12,7 +12,6 @@ import pytest
 
 import passlab
 from passlab.analysis._provenance_view import fused_step, provenance_view
-from passlab.views import _embed
 from passlab.views.explorer_panes import PaneRenderer
 from passlab.views.report import render_report
 
@@ -125,23 +124,18 @@ def test_hostile_names_are_escaped_and_still_linked(layout, monkeypatch):
     assert {"y</td><script>alert(1)</script>", 'o"ut\nnext'} <= ops
 
 
-def test_report_has_the_provenance_section(trace):
-    page = render_report(trace)
-    assert '<a href="#snap-provenance">Provenance</a>' in page
-    section = page[page.index('<section id="pl-provenance">'):]
-    assert section.startswith('<section id="pl-provenance"><h2>Provenance</h2>')
-    assert "7 operator calls of forward \u2192 4 kernels" in section
-    m = re.search(r'<script type="application/json" id="pl-prov-block"'
-                  r'( data-encoding="([^"]+)")?>(.*?)</script>', page, re.DOTALL)
-    assert m is not None
-    markup = _embed.decode_block(m.group(3), m.group(2))
+def test_report_has_the_provenance_pane(trace):
+    from passlab.views._report_state import read_report
+
+    _, kept = read_report(render_report(trace))
+    markup = kept["provenance:default"]  # the Explorer's pane, drawn once
+    assert markup == PaneRenderer(trace).pane("provenance", trace.find("FuseTIR").index)
     assert 'data-kernel="fused_matmul_add_relu"' in markup
-    assert 'class="passlab-prov-box pl-svg"' in markup
-    assert page.count('id="pl-prov-block"') == 1  # drawn once
-    assert "passlab-prov-hl" in page  # report.js highlights on hover
-    # each kernel's generated code names the input's operators it holds
-    assert ('<summary>fused_matmul_add_relu <span class="pl-note">holds the input\u2019s '
-            "matmul, add, relu</span></summary>") in page
+    assert 'class="passlab-prov-box plx-prov-box"' in markup or "plx-prov-box" in markup
+    # each kernel's panel names the input's operators it holds
+    panel = json.loads(kept[f"kernels:{trace.find('FuseTIR').index}:collapse"])
+    [links] = [v[2] for v in panel.values() if "fused_matmul_add_relu" in v[0]]
+    assert "holds 3 operator calls of the input: matmul (matmul), add (add), relu (nn.relu)" in links
 
 
 def test_explorer_registers_the_pane_and_renders_it(trace):

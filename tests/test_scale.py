@@ -11,6 +11,7 @@ from many_steps import with_inner, with_main
 
 import passlab
 from passlab.views import explorer_panes as panes
+from passlab.views._report_state import read_report
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +77,10 @@ def test_report_of_20000_main_chain_steps_is_bounded(saved, tmp_path):
     html = out.read_text("utf-8")
     assert out.stat().st_size < 5_000_000, out.stat().st_size  # 2.2 MB; 108 MB before
     assert seconds < 40, f"{seconds:.1f} s"  # 7.6 s on a loaded 2-core machine; 385 s before
-    assert html.count('class="pl-row') == report.REPORT_PASSES
-    assert html.count('id="pl-diff-') == report.REPORT_PASSES
-    assert html.count('id="pl-explain-') == report.REPORT_PASSES
+    data, kept = read_report(html)
+    assert sum(r["kind"] == "pass" for r in data["state"]["steps"]) == report.REPORT_PASSES
+    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in kept) == report.REPORT_PASSES
+    assert sum(k.startswith("explain:") for k in kept) == report.REPORT_PASSES
     assert ("19,600 more steps after #399 Pass0#57 (19,600 main-chain passes) are not "
             "listed, diffed or explained: a report covers the first 400 main-chain passes; "
             "write it with full=True (passlab report --full) for every step") in html
@@ -92,10 +94,11 @@ def test_report_full_writes_every_step(saved, tmp_path, monkeypatch):
     trace = passlab.load_trace(with_main(saved, tmp_path / "main.zip", 30))
     monkeypatch.setattr(report, "REPORT_PASSES", 10)
     capped = report.render_report(trace)
-    assert capped.count('class="pl-row') == 10 and "20 more steps after #9" in capped
+    rows = lambda page: [r for r in read_report(page)[0]["state"]["steps"] if r["kind"] == "pass"]  # noqa: E731
+    assert len(rows(capped)) == 10 and "20 more steps after #9" in capped
     full = report.render_report(trace, full=True)
-    assert full.count('class="pl-row') == 30 and 'class="pl-omitted"' not in full
-    assert full.count('id="pl-diff-') == 30
+    assert len(rows(full)) == 30 and "more steps after" not in full
+    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in read_report(full)[1]) == 30
 
 
 def test_diff_html_bounds_the_lines_of_all_functions_together(mlp_build):
@@ -126,21 +129,20 @@ def test_first_view_offers_every_line_when_it_cut_some(mlp_build, monkeypatch):
 
 
 def test_report_diff_blocks_are_first_screens_unless_full(mlp_build, monkeypatch):
-    from passlab.views import _embed, report
+    from passlab.views import report
 
     trace = mlp_build.trace
     step = trace.find("LegalizeOps")
     monkeypatch.setattr(report, "REPORT_LINES", 30)
 
     def block(text: str) -> str:
-        start = text.index(f'id="pl-diff-{step.index}"')
-        payload = text[text.index(">", start) + 1:text.index("</script>", start)]
-        gz = 'data-encoding="gzip+base64"' in text[start:text.index(">", start)]
-        return _embed.decode_block(payload, _embed.ENCODING_GZIP if gz else None)
+        return read_report(text)[1][f"diff:{step.index}:side-by-side"]
 
     capped = block(report.render_report(trace))
-    # side by side: forward 15 rows, add 10, add1 5 of its 10
-    assert capped.count("data-fn=") == 3 and "(the first 30 diff lines)" in capped
+    # side by side: forward 15 rows, add 10, add1 5 of its 10; the other 5 named (the
+    # pane's function list)
+    assert (capped.count("data-fn="), capped.count("<li data-fn=")) == (8, 5)
+    assert "(the first 30 diff lines)" in capped
     assert block(report.render_report(trace, full=True)).count("data-fn=") == 8
 
 

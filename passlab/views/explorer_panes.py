@@ -47,12 +47,14 @@ def _failed_note(step: Step) -> str:
 ROWS_UP_FRONT = 400
 
 
-def rows(trace: Trace, *, main_only: bool = False) -> list[dict[str, Any]]:
+def rows(trace: Trace, *, main_only: bool = False,
+         steps: Sequence[Step] | None = None) -> list[dict[str, Any]]:
     """One JSON-able row per step for the pass list (every step; filters pick some).
     With ``main_only``, only the main chain's rows (and failed steps'): what the list
-    shows without inner passes, computed without the change sets of the other steps."""
+    shows without inner passes, computed without the change sets of the other steps.
+    ``steps``: only these steps of ``trace`` (the static report's bounded list)."""
     out = []
-    steps: Sequence[Step] = list(trace)
+    steps = list(trace) if steps is None else list(steps)
     if main_only and any(_main(s) for s in steps):
         steps = [s for s in steps if _main(s)]
     pos = _numbering.positions(trace)

@@ -1,36 +1,40 @@
 """A static HTML report of a whole trace: one self-contained file that works offline.
 
-The page holds the pass list (filters: changed only, stage, name search, inner steps;
-arrow keys or j/k move the selection), the diff of every changed main-chain pass, the
-fused graph and buffer table of the key snapshots, the pipeline with the user's passes
-marked, and, when the build failed, the failing pass and its error. Diffs and snapshots
-are JSON data blocks (large ones gzip-compressed) that the page unpacks only when shown,
-so a report of a big model opens at once. Every string from IR, files or users is
-HTML-escaped; CSS and JavaScript are inline, nothing is fetched.
+The report is the Explorer's front end over state Python writes into the page: the same
+pass list (filters, arrow keys or j/k), the same panes (diff with find-in-IR, fused graph
+with change marks, overlays and the kernel panel, buffers, provenance, pipeline), driven
+by a static model instead of a kernel (``static/report/``). The panes it keeps are
+rendered by the Explorer's pane renderer into JSON data blocks (large ones
+gzip-compressed) that the page unpacks only when shown, so a report of a big model opens
+at once (:mod:`passlab.views._report_state`). Above it: the header, the failure, the
+warnings and what the report left out; below it the run time, when profiled. Every
+string from IR, files or users is HTML-escaped; CSS and JavaScript are inline, nothing
+is fetched.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from passlab import _tvm
 from passlab._render import CSS as TABLE_CSS
-from passlab._render import error_panel, esc
-from passlab.analysis import ir_text
-from passlab.analysis.diff import diff
+from passlab._render import esc
+from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
-from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
-from passlab.views import _embed, _snapshots
+from passlab.views import _bundle, _snapshots
 from passlab.views._report_runtime import runtime_section
+from passlab.views._report_state import Bounds, report_data
+from passlab.views.export import script_text
 
 __all__ = ["write_report", "render_report"]
 
+#: The page's front end (the Explorer's, over a static model) and its styles.
+JS_ENTRY = ("report/main.js",)
+CSS_PARTS = ("explorer/base.css", "explorer/graph.css", "explorer/ir.css",
+             "explorer/provenance.css", "explorer/edit.css", "report/page.css")
 
 #: Changed functions printed per pass diff in a report; the others are named. TIR passes
 #: late in a build touch every kernel, and printing is most of a report's cost: a cap keeps
@@ -102,35 +106,24 @@ def render_report(trace: Trace, *, title: str | None = None,
     if full:
         max_functions = None
     last = _last_covered(trace, failing, full)
-    snaps = _snapshots.key_snapshots(trace)
-    snap_of = {s.step.index: s for s in snaps}
-    diff_blocks = _diff_blocks(trace, max_functions, last, None if full else REPORT_LINES)
-    explain_blocks = _explain_blocks(trace, failing, last)
-    panels = _snapshot_panels(snaps)
-    prov = _provenance(trace)
-    code_section, code_blocks = _code_section(trace, prov)
-    prov_section, prov_block = _provenance_section(trace, prov)
+    bounds = Bounds(last, failing, max_functions, None if full else REPORT_LINES, full)
+    listed, complete, left_out = _listed(trace, bounds)
+    data = report_data(trace, listed, complete, bounds, _snapshots.key_snapshots(trace))
     body = [
         _header(trace, title, last),
         _failure_panel(trace),
         _warnings(trace),
-        _passes_section(trace, failing, set(diff_blocks), snap_of, last, full),
-        _snapshots_section(panels),
-        prov_section,
+        "".join(f'<div class="pl-note pl-left-out">{esc(n)}</div>' for n in left_out),
+        '<main id="plx-root" class="pl-explorer" aria-label="passes and panes"></main>',
         runtime_section(profile),
-        code_section,
-        _pipeline_section(trace),
-        "".join(diff_blocks.values()),
-        "".join(explain_blocks.values()),
-        "".join(block for _, _, block in panels),
-        code_blocks,
-        prov_block,
-        f"<script>{_embed.asset('report.js')}</script>",
+        data.to_html(),
+        f"<script>{script_text(_bundle.bundle(JS_ENTRY, fmt='script'))}</script>",
     ]
+    css = TABLE_CSS + EXPLAIN_CSS + TOKEN_CSS + _bundle.bundle(CSS_PARTS)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{TABLE_CSS}{EXPLAIN_CSS}{_embed.asset('report.css')}</style>"
+        f"<title>{esc(title)}</title><style>{css}</style>"
         f'</head><body class="pl-report">{"".join(body)}</body></html>\n'
     )
 
@@ -155,10 +148,6 @@ def _last_covered(trace: Trace, failing: Step | None, full: bool) -> int | None:
     return main[REPORT_PASSES - 1].index if len(main) > REPORT_PASSES else None
 
 
-def _covers(step: Step, last: int | None, failing: Step | None) -> bool:
-    return last is None or step.index <= last or step is failing
-
-
 def _header(trace: Trace, title: str, last: int | None = None) -> str:
     main = [s for s in trace if s.on_main_chain]
     if last is None:
@@ -177,12 +166,9 @@ def _header(trace: Trace, title: str, last: int | None = None) -> str:
         f'<header class="pl-header"><h1>{esc(title)}</h1>'
         f'<div class="pl-summary-line">{esc(summary)}</div>'
         f'<div class="pl-meta">written {esc(written)} with {esc(_versions())}</div>'
-        '<nav class="pl-nav"><a href="#pl-passes">Passes</a> <a href="#pl-snapshots">'
-        'Graph and buffers</a> <a href="#snap-provenance">Provenance</a> '
-        '<a href="#pl-pipeline">Pipeline</a>'
-        + (' <a href="#pl-failure" class="pl-nav-fail">Failure</a>'
+        + (' <nav class="pl-nav"><a href="#pl-failure" class="pl-nav-fail">Failure</a></nav>'
            if trace.failure is not None else "")
-        + "</nav></header>"
+        + "</header>"
     )
 
 
@@ -214,387 +200,45 @@ def _warnings(trace: Trace) -> str:
     return f'<section class="pl-warnings"><b>Warnings</b><ul>{items}</ul></section>'
 
 
-# ------------------------------------------------------------------------- pass list
-_COLUMNS = ("#", "pass", "stage", "ms", "changed", "functions", "Relax bindings")
 
 
+# ------------------------------------------------------------------------- the list
 def _is_main(step: Step, failing: Step | None) -> bool:
     return step.on_main_chain or step is failing
 
 
-def _bindings(step: Step) -> str:
-    try:
-        row = step.row()
-        a, b = row["bindings_before"], row["bindings_after"]
-    except Exception:  # an older or newer Step without these columns
-        return ""
-    if step.after is None:
-        return str(a)
-    return str(a) if a == b else f"{a} \u2192 {b}"
-
-
 #: Inner steps (passes run inside other passes) listed one row each up to this many; past
-#: it, each top-level pass gets one summary row instead, so that a report grows with the
-#: main chain (FoldConstant can run hundreds of inner passes on a CNN with weights).
+#: it the list holds the main chain only (FoldConstant can run hundreds of inner passes
+#: on a CNN with weights), and the page says so.
 INNER_ROWS = 300
 
 
-@dataclass(frozen=True)
-class _InnerSummary:
-    """Stands for the unlisted inner steps under one top-level step (``index`` < 0)."""
-
-    index: int
-    parent: Step
-    names: tuple[tuple[str, int], ...]
-    total: int
-
-
-@dataclass(frozen=True)
-class _Omitted:
-    """Stands for the steps after the last one a report covers (``index`` < 0)."""
-
-    index: int
-    after: Step
-    steps: int
-    main: int
-
-
-def _omitted(omitted: _Omitted) -> str:
-    text = (f"{omitted.steps:,} more steps after #{omitted.after.index} "
-            f"{omitted.after.label} ({omitted.main:,} main-chain passes) are not listed, "
-            f"diffed or explained: a report covers the first {REPORT_PASSES:,} main-chain "
-            "passes; write it with full=True (passlab report --full) for every step, or "
-            "open the trace in the Explorer")
-    return (f'<tr class="pl-omitted"><td></td><td colspan="{len(_COLUMNS) - 1}">'
-            f"{esc(text)}</td></tr>")
-
-
-def _listed(trace: Trace, failing: Step | None, last: int | None = None,
-            full: bool = False) -> list[Any]:
-    """The steps that get a row: all of them, or, past :data:`INNER_ROWS` inner steps, the
-    main chain, wrappers and the failing pass plus one summary per top-level pass; with
-    ``last``, only the steps up to it (and the failing pass), then one row for the rest."""
-    steps = [s for s in trace if _covers(s, last, failing)]
-    tail: list[Any] = []
-    if len(steps) < len(trace) and last is not None:
-        rest = [s for s in trace if not _covers(s, last, failing)]
-        tail = [_Omitted(-10**9, trace[last], len(rest),
-                         sum(1 for s in rest if _is_main(s, failing)))]
+def _listed(trace: Trace, bounds: Bounds) -> tuple[list[Step], bool, list[str]]:
+    """The steps that get a row (those up to ``bounds.last``, and the failing pass; past
+    :data:`INNER_ROWS` inner steps only the main chain), whether every covered step is
+    listed, and the notes that say what was left out."""
+    failing = bounds.failing
+    steps = [s for s in trace if bounds.covers(s)]
+    notes = []
+    if len(steps) < len(trace) and bounds.last is not None:
+        rest = [s for s in trace if not bounds.covers(s)]
+        after = trace[bounds.last]
+        main = sum(1 for s in rest if _is_main(s, failing))
+        notes.append(f"{len(rest):,} more steps after #{after.index} {after.label} ({main:,} "
+                     f"main-chain passes) are not listed, diffed or explained: a report "
+                     f"covers the first {REPORT_PASSES:,} main-chain passes; write it with "
+                     "full=True (passlab report --full) for every step, or open the trace "
+                     "in the Explorer")
     inner = [s for s in steps if s.kind == "inner" and s is not failing]
-    if full or len(inner) <= INNER_ROWS:
-        return steps + tail
-    top: dict[int, int] = {}  # step index -> index of its top-level ancestor
-    groups: dict[int, dict[str, int]] = {}
-    for s in steps:
-        root = s.index if s.parent is None else top.get(s.parent, s.parent)
-        top[s.index] = root
+    if bounds.full or len(inner) <= INNER_ROWS:
+        return steps, True, notes
+    counts: dict[str, int] = {}
     for s in inner:
-        counts = groups.setdefault(top[s.index], {})
         counts[s.name] = counts.get(s.name, 0) + 1
-    out: list[Any] = []
-    for s in steps:
-        if s.kind != "inner" or s is failing:
-            out.append(s)
-        grouped = groups.get(s.index) if s.parent is None else None
-        if grouped:  # after a top-level step (and before its own children's rows)
-            ranked = tuple(sorted(grouped.items(), key=lambda kv: -kv[1]))
-            out.append(_InnerSummary(-1 - s.index, s, ranked, sum(grouped.values())))
-    return out + tail
-
-
-def _inner_summary(summary: _InnerSummary) -> str:
-    names = ", ".join(f"{n} \u00d7{k}" for n, k in summary.names[:6])
-    more = f", {len(summary.names) - 6} more names" if len(summary.names) > 6 else ""
-    text = (f"{summary.total} inner pass calls under {summary.parent.label} are not listed "
-            f"({names}{more}); trace.to_text(all_steps=True) and the Explorer list them")
-    return (f'<tr class="pl-inner-summary"><td></td><td colspan="{len(_COLUMNS) - 1}">'
-            f"{esc(text)}</td></tr>")
-
-
-def _row(step: Step, failing: Step | None, has_diff: bool, snap: Any) -> str:
-    ch = step.functions_changed
-    main = _is_main(step, failing)
-    classes = ["pl-row"]
-    if step.failed:
-        classes.append("failing" if step is failing else "failed")
-    elif not ch:
-        classes.append("same")
-    if step.origin == "user":
-        classes.append("user")
-    if not main:
-        classes.append("inner")
-    ms = "failed" if step.seconds is None else f"{step.seconds * 1e3:.2f}"
-    changed = "failed" if step.failed else ("yes" if ch else "no change")
-    attrs = {
-        "data-i": step.index, "data-stage": step.stage, "data-kind": step.kind,
-        "data-origin": step.origin, "data-name": step.label, "data-main": int(main),
-        "data-changed": int(bool(ch)), "data-failed": int(step.failed),
-        "data-diff": int(has_diff),
-    }
-    if snap is not None:
-        attrs["data-snap"] = snap.key
-    attr_text = "".join(f' {k}="{esc(v)}"' for k, v in attrs.items())
-    # The name cell's --d indents it by nesting depth when inner steps are shown.
-    name_attr = f' class="pl-name" style="--d:{step.depth}"'
-    # the pass's pipeline position, as every pane numbers it (the step index: the title)
-    owner = step.owner
-    pos = _numbering.positions(owner).get(step.index) if owner is not None else None
-    number = "" if pos is None else f"#{pos}"
-    cells = ((number, f' class="num" title="step {step.index} of the trace"'),
-             (_numbering.name_of(step, owner), name_attr),
-             (step.stage, ""), (ms, ' class="num"'), (changed, ""), (ch.summary(), ""),
-             (_bindings(step), ' class="num"'))
-    tds = "".join(f"<td{attr}>{esc(value)}</td>" for value, attr in cells)
-    return f'<tr id="step-{step.index}" class="{" ".join(classes)}"{attr_text}>{tds}</tr>'
-
-
-def _passes_section(trace: Trace, failing: Step | None, with_diff: set[int],
-                    snap_of: dict[int, Any], last: int | None = None,
-                    full: bool = False) -> str:
-    head = "<h2>Passes</h2>"
-    if not len(trace):
-        return (f'<section id="pl-passes">{head}<div class="pl-plain pl-empty">This trace '
-                "is empty: no pass was recorded, so there is nothing to list, diff or draw."
-                "</div></section>")
-    stages = list(dict.fromkeys(s.stage for s in trace))
-    options = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in stages)
-    listed = _listed(trace, failing, last, full)
-    n_main = sum(1 for s in listed if isinstance(s, Step) and _is_main(s, failing))
-    n_rows = sum(1 for s in listed if isinstance(s, Step))
-    toolbar = (
-        '<div class="pl-toolbar">'
-        '<input type="search" id="pl-search" placeholder="search passes ( / )" '
-        'aria-label="search passes by name">'
-        f'<select id="pl-stage" aria-label="stage"><option value="">all stages</option>'
-        f"{options}</select>"
-        '<label><input type="checkbox" id="pl-changed"> changed only</label>'
-        '<label><input type="checkbox" id="pl-inner"> show inner steps</label>'
-        f'<span id="pl-count" class="pl-note">{n_main} of {n_rows} steps shown</span>'
-        '<span class="pl-note pl-keys">\u2191/\u2193 or j/k: previous/next pass</span>'
-        "</div>"
-    )
-    rows = "".join(_row(s, failing, s.index in with_diff, snap_of.get(s.index))
-                   if isinstance(s, Step) else _omitted(s) if isinstance(s, _Omitted)
-                   else _inner_summary(s) for s in listed)
-    ths = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
-    table = (f'<div class="pl-list" id="pl-list" tabindex="0" aria-label="pass list">'
-             f'<table class="passlab-table pl-passes"><thead><tr>{ths}</tr></thead>'
-             f"<tbody>{rows}</tbody></table>"
-             '<div class="pl-plain pl-none" hidden>No pass matches these filters.</div></div>')
-    detail = ('<div id="pl-detail" class="pl-detail" aria-live="polite"><div class="pl-plain">'
-              "Select a pass to see what it changed.</div></div>")
-    legend = ('<div class="pl-note pl-legend">grey: no change; green: your passes; red: the '
-              "failing pass. Diffs are kept for the changed main-chain passes; inner steps "
-              "(passes run inside other passes) are listed only.</div>")
-    return f'<section id="pl-passes">{head}{toolbar}{legend}{table}{detail}</section>'
-
-
-def _explain_blocks(trace: Trace, failing: Step | None,
-                    last: int | None = None) -> dict[int, str]:
-    """Data blocks with the "Explain" strip (what the pass does, what it changed here) of
-    every main-chain step (up to ``last``), by step index; the page shows one above the
-    selected diff."""
-    from passlab.analysis._explain_steps import explain_step
-
-    out: dict[int, str] = {}
-    for s in trace:
-        if not _is_main(s, failing) or not _covers(s, last, failing):
-            continue
-        try:
-            markup = explain_step(s, trace.pipeline).to_html(style=False)
-        except Exception as exc:
-            markup = error_panel(exc, f"the explanation of {s.label}", style=False)
-        out[s.index] = _embed.data_block(f"pl-explain-{s.index}", markup)
-    return out
-
-
-def _diff_blocks(trace: Trace, max_functions: int | None, last: int | None = None,
-                 max_lines: int | None = None) -> dict[int, str]:
-    """Data blocks with the HTML diff of every changed main-chain pass (up to ``last``),
-    by step index."""
-    steps = [s for s in trace if s.on_main_chain and not s.failed
-             and (last is None or s.index <= last) and s.changed]
-    if not steps:
-        return {}
-    diffs: dict[int, Any] = {}
-    for s in steps:
-        try:
-            diffs[s.index] = diff(s)
-        except Exception as exc:
-            diffs[s.index] = exc
-    # print every function the diffs show in parallel threads first (most of the time)
-    ir_text.prefetch((d for d in diffs.values() if not isinstance(d, Exception)), max_functions)
-    out: dict[int, str] = {}
-    for s in steps:
-        try:
-            d = diffs[s.index]
-            if isinstance(d, Exception):
-                raise d
-            markup = d.to_html(max_functions=max_functions, highlight=False,
-                               max_total_lines=max_lines)
-            unified = d.to_html("unified", max_functions=max_functions, highlight=False,
-                                max_total_lines=max_lines)
-        except Exception as exc:
-            markup = unified = error_panel(exc, f"the diff of {s.label}", style=False)
-        # one block per layout: the page's toggle swaps them (both gzip to a few KiB)
-        out[s.index] = (_embed.data_block(f"pl-diff-{s.index}", markup)
-                        + _embed.data_block(f"pl-udiff-{s.index}", unified))
-    return out
-
-
-# ------------------------------------------------------------------------- snapshots
-def _snapshot_panels(snaps: Sequence[_snapshots.Snapshot]
-                     ) -> list[tuple[_snapshots.Snapshot, str, str]]:
-    """(snapshot, buffer headline, data block with its graph and buffers) for each."""
-    program = _snapshots.layout_program()
-    out = []
-    steps = {s.key: s.step for s in snaps}
-    for s in snaps:
-        graph = _snapshots.graph_panel(s.step, program)
-        before = steps.get("calltir") if s.key == "memplan" else None  # what planning saved
-        headline, bufs = _snapshots.buffers_panel(s.step, compare_with=before)
-        markup = f"<h3>Fused graph</h3>{graph}<h3>Buffers</h3>{bufs}"
-        out.append((s, headline, _embed.data_block(f"pl-snap-{s.key}", markup)))
-    return out
-
-
-def _snapshots_section(panels: Sequence[tuple[_snapshots.Snapshot, str, str]]) -> str:
-    head = "<h2>Fused graph and buffers</h2>"
-    if not panels:
-        return (f'<section id="pl-snapshots">{head}<div class="pl-plain">No snapshot: no '
-                "main-chain pass finished, so there is no module to draw.</div></section>")
-    items = []
-    for s, headline, _ in panels:
-        extra = f' <span class="pl-note">{esc(headline)}</span>' if headline else ""
-        items.append(
-            f'<details class="pl-snap" id="snap-{esc(s.key)}" data-block="pl-snap-{esc(s.key)}">'
-            f"<summary>{esc(s.title)}, step #{s.step.index}{extra}</summary>"
-            '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div></details>'
-        )
-    intro = ('<div class="pl-note">The module after each pass below, as the graph of '
-             "kernels and the tensors between them, and every intermediate tensor with its "
-             "live range. Open one to draw it.</div>")
-    return f'<section id="pl-snapshots">{head}{intro}{"".join(items)}</section>'
-
-
-# ------------------------------------------------------------------------ provenance
-def _provenance(trace: Trace) -> Any:
-    """``passlab.provenance(trace)`` once for the sections that use it, or the exception
-    it raised (each section then shows without it)."""
-    from passlab.analysis.provenance import provenance
-
-    try:
-        return provenance(trace)
-    except Exception as exc:  # a view never fails the report
-        return exc
-
-
-def _provenance_section(trace: Trace, prov: Any) -> tuple[str, str]:
-    """The input graph beside the fused graph (after FuseTIR, else the last Relax pass),
-    linked op <-> kernel for hover (report.js), drawn once into one lazily unpacked
-    block. ``prov``: :func:`_provenance`. Returns (section, data block); ("", "") when
-    nothing was recorded."""
-    from passlab.analysis._provenance_view import provenance_view
-
-    if not any(s.on_main_chain for s in trace):
-        return "", ""
-    try:
-        if isinstance(prov, Exception):
-            raise prov
-        view = provenance_view(trace, prov=prov)
-        summary = (f"{len(view.provenance)} operator calls of {view.provenance.function} "
-                   f"\u2192 {len(view.provenance.kernels)} kernels, linked in the graph "
-                   f"after {_numbering.ref(view.step)}")
-        markup = view.to_html("pl-svg")
-    except Exception as exc:  # a view never fails the report
-        summary, markup = "could not link the model's operators to kernels", \
-            error_panel(exc, "the provenance", style=False)
-    intro = ('<div class="pl-note">Which kernels each operator call of the input ended in, '
-             "and back: hover an operator or a kernel; a click on a kernel opens its "
-             "generated code.</div>")
-    section = (f'<section id="pl-provenance"><h2>Provenance</h2>{intro}'
-               '<details class="pl-snap" id="snap-provenance" data-block="pl-prov-block">'
-               f"<summary>{esc(summary)}</summary>"
-               '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div>'
-               "</details></section>")
-    return section, _embed.data_block("pl-prov-block", markup)
-
-
-def _held_ops(prov: Any) -> dict[str, tuple[str, ...]]:
-    """Kernel -> the input's operator calls it holds ({} when provenance cannot tell)."""
-    if isinstance(prov, Exception):
-        return {}
-    try:
-        return {k: prov.ops_of(k) for k in prov.kernels}
-    except Exception:  # the code section shows without it
-        return {}
-
-
-# ---------------------------------------------------------------------- generated code
-#: Lines of TIR and of generated code shown per kernel in the report.
-CODE_LINES = 400
-
-
-def _capped(text: str) -> str:
-    lines = text.splitlines()
-    if len(lines) <= CODE_LINES:
-        return esc(text)
-    return esc("\n".join(lines[:CODE_LINES])) + f"\n\u2026 shown {CODE_LINES} of {len(lines)} lines"
-
-
-def _code_section(trace: Trace, prov: Any = None) -> tuple[str, str]:
-    """The generated code of every kernel next to its lowered TIR (the codegen step's
-    input), one lazily unpacked block per kernel; a click on a kernel in a fused graph
-    opens its block. Returns (section, data blocks)."""
-    code = trace.code
-    if code is None:
-        return "", ""
-    step = next(s for s in reversed(tuple(trace)) if s.code is not None)
-    funcs = _tvm.functions(step.after) if step.after is not None else {}
-    kind = code.main_kind
-    held = _held_ops(prov if prov is not None else _provenance(trace))
-    items, blocks = [], []
-    for name in code.kernels:
-        try:
-            text = code.kernel(name, kind)
-            func = funcs.get(name)
-            tir = ir_text.function_text(func, name) if func is not None else ""
-        except Exception as exc:  # a view never fails the report
-            blocks.append(_embed.data_block(f"pl-code-{name}",
-                                            error_panel(exc, "the generated code", style=False)))
-        else:
-            markup = (f'<div class="pl-code-cols"><div><h4>TIR (lowered, input of codegen)</h4>'
-                      f'<pre class="pl-code">{_capped(tir)}</pre></div><div><h4>{esc(kind)}</h4>'
-                      f'<pre class="pl-code">{_capped(text or "(no function of this kernel found)")}'
-                      "</pre></div></div>")
-            blocks.append(_embed.data_block(f"pl-code-{name}", markup))
-        ops = held.get(name)
-        holds = (f' <span class="pl-note">holds the input\u2019s {esc(", ".join(ops))}</span>'
-                 if ops else "")
-        items.append(f'<details class="pl-snap pl-kernel-code" id="code-{esc(name)}" '
-                     f'data-block="pl-code-{esc(name)}"><summary>{esc(name)}{holds}</summary>'
-                     '<div class="pl-slot"><div class="pl-plain">loading\u2026</div></div>'
-                     "</details>")
-    intro = (f'<div class="pl-note">{esc(code.summary())}. Each kernel\u2019s {esc(kind)} '
-             "next to its lowered TIR; a click on a kernel in a fused graph opens it.</div>")
-    return (f'<section id="pl-code"><h2>Generated code</h2>{intro}{"".join(items)}</section>',
-            "".join(blocks))
-
-
-# -------------------------------------------------------------------------- pipeline
-def _pipeline_section(trace: Trace) -> str:
-    head = "<h2>Pipeline</h2>"
-    pipe = trace.pipeline
-    if pipe is None:
-        return (f'<section id="pl-pipeline">{head}<div class="pl-plain">No pipeline was '
-                "recorded with this trace (it did not come from passlab.build).</div></section>")
-    try:
-        users = len(pipe.user_passes)
-        note = (f"{users} user pass{'es' if users != 1 else ''} (highlighted, marked "
-                "\u201c+ user\u201d)" if users else "TVM's default pipeline, unedited")
-        table = pipe.to_html()
-    except Exception as exc:
-        panel = error_panel(exc, "the pipeline", style=False)
-        return f'<section id="pl-pipeline">{head}{panel}</section>'
-    return (f'<section id="pl-pipeline">{head}<div class="pl-note">{esc(note)}</div>'
-            f"{table}</section>")
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    names = ", ".join(f"{n} \u00d7{k}" for n, k in ranked[:6])
+    more = f", {len(ranked) - 6} more names" if len(ranked) > 6 else ""
+    notes.append(f"{len(inner):,} inner pass calls are not listed ({names}{more}): the list "
+                 "shows the main chain; write the report with full=True, or see "
+                 "trace.to_text(all_steps=True) and the Explorer")
+    return [s for s in steps if s.kind != "inner" or s is failing], False, notes

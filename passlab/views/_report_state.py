@@ -1,0 +1,260 @@
+"""The static report's data: the Explorer's state and the panes the page embeds.
+
+The report is the Explorer's front end over a static model (``static/report/model.js``).
+This module writes what that model reads: the widget's traits for the page's first view,
+and one data block per pane the report keeps, each rendered by the pane renderer the
+Explorer uses (:class:`passlab.views.explorer_panes.PaneRenderer`), keyed as the model
+looks them up (``"diff:<step>:<mode>"``, ``"graph:<step>:<params>:<overlay>"``, ...).
+What it does not keep (a diff past :data:`~passlab.views.report.REPORT_PASSES`, the graph
+after an arbitrary pass, Compare, Edit) the page names in a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from passlab._render import error_panel
+from passlab.analysis import ir_text
+from passlab.recording import numbering as _numbering
+from passlab.recording.trace import Step, Trace
+from passlab.views import _embed, _snapshots
+from passlab.views import explorer_panes as panes
+
+__all__ = ["Bounds", "ReportData", "report_data", "CODE_LINES", "OVERLAYS", "PARAMS"]
+
+#: Lines of a kernel's TIR and of its generated code kept per kernel.
+CODE_LINES = 400
+#: Panes longer than this (characters) are kept gzip-compressed: most of a report is diffs
+#: of a few KiB each, which shrink about tenfold.
+COMPRESS_OVER = 2_000
+#: The graph drawings kept for each key snapshot (weights folded or drawn; colourings).
+PARAMS = ("collapse", "show")
+OVERLAYS = ("none", "bytes", "flops")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a report covers: ``last`` (the index of the last step listed, None for all),
+    the failing step, ``max_functions`` and ``max_lines`` per diff (None: all), and
+    ``full``."""
+
+    last: int | None
+    failing: Step | None
+    max_functions: int | None
+    max_lines: int | None
+    full: bool
+
+    def covers(self, step: Step) -> bool:
+        return self.last is None or step.index <= self.last or step is self.failing
+
+
+@dataclass
+class ReportData:
+    """The page's ``plx-data`` block (state, block keys, notes) and the data blocks."""
+
+    state: dict[str, Any]
+    blocks: dict[str, str] = field(default_factory=dict)  # key -> block id
+    notes: dict[str, str] = field(default_factory=dict)
+    html: list[str] = field(default_factory=list)
+    _ids: dict[str, str] = field(default_factory=dict)  # content hash -> block id
+
+    def add(self, key: str, text: str) -> None:
+        """Keep ``text`` under ``key``; identical texts share one block."""
+        digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
+        block = self._ids.get(digest)
+        if block is None:
+            block = self._ids[digest] = f"plx-b{len(self._ids)}"
+            self.html.append(_embed.data_block(block, text, COMPRESS_OVER))
+        self.blocks[key] = block
+
+    #: [step index, its name] of the steps whose graph and buffers are kept
+    drawn: list[list[Any]] = field(default_factory=list)
+
+    def to_html(self) -> str:
+        data = {"state": self.state, "blocks": self.blocks, "notes": self.notes,
+                "drawn": self.drawn}
+        return _embed.data_block("plx-data", _embed.json_for_script(data)) + "".join(self.html)
+
+
+def _main(step: Step, failing: Step | None) -> bool:
+    return step.on_main_chain or step is failing
+
+
+def _state(trace: Trace, listed: list[Step], complete: bool) -> dict[str, Any]:
+    """The Explorer's traits for the first view (explorer.py's, with no kernel behind)."""
+    rows = panes.rows(trace, main_only=not complete, steps=listed)
+    have = {r["i"] for r in rows}
+    visible = [i for i in panes.visible(trace) if i in have]
+    first = panes.default_selection(trace)
+    main = [s for s in listed if s.on_main_chain] or listed
+    state: dict[str, Any] = dict(
+        steps=rows, steps_complete=True, step_count=sum(1 for r in rows if r["i"] >= 0),
+        stages=list(dict.fromkeys(s.stage for s in trace)),
+        summary=trace.summary().split("\n")[0] if len(trace) else "Empty trace",
+        failure=trace.failure.to_text() if trace.failure is not None else "",
+        visible=visible, changed_only=False, stage="", search="", show_inner=False,
+        selected=first if first in have else (visible[0] if visible else -1),
+        tab="diff", diff_mode="side-by-side", diff_all=False, bounds={}, symbols=[],
+        compare_a=main[0].index if main else -1, compare_b=main[-1].index if main else -1,
+        focus=[], ir_search="", ir_search_more={}, node="", graph_params="collapse",
+        graph_overlay="none", graph_open=[], rendered=0, edit_pending=[], edit_run=0, edit_shown=0)
+    for tab in panes.TABS:
+        state[f"{tab}_html"] = ""
+    for name in ("explain_html", "kernel_title", "kernel_text", "kernel_text_html",
+                 "kernel_html", "code_title", "code_text"):
+        state[name] = ""
+    return state
+
+
+def _capped(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= CODE_LINES:
+        return text
+    return "\n".join(lines[:CODE_LINES]) + f"\n\u2026 shown {CODE_LINES} of {len(lines)} lines"
+
+
+def _explains(data: ReportData, trace: Trace, steps: Iterable[Step]) -> None:
+    from passlab.analysis._explain_steps import explain_step
+
+    for s in steps:
+        try:  # the page holds the Explain styles once
+            markup = explain_step(s, trace.pipeline).to_html(style=False)
+        except Exception as exc:  # noqa: BLE001 - a view never fails the report
+            markup = error_panel(exc, f"the explanation of {s.label}", style=False)
+        data.add(f"explain:{s.index}", markup)
+
+
+def _diffs(data: ReportData, renderer: panes.PaneRenderer, steps: list[Step],
+           bounds: Bounds) -> None:
+    """Both layouts of each step's diff, without token colours (the page colours the one
+    shown: a report would be seconds slower to write otherwise)."""
+    diffs: dict[int, Any] = {}
+    for s in steps:
+        try:
+            diffs[s.index] = renderer.module_diff(s.index)
+        except Exception as exc:  # noqa: BLE001
+            diffs[s.index] = exc
+    # print every function the diffs show in parallel threads first (most of the time)
+    ir_text.prefetch((d for d in diffs.values() if not isinstance(d, Exception)),
+                     bounds.max_functions)
+    for s in steps:
+        for mode in panes.DIFF_MODES:
+            try:
+                d = diffs[s.index]
+                if isinstance(d, Exception):
+                    raise d
+                markup = d.to_html(mode, max_functions=bounds.max_functions, highlight=False,
+                                   max_total_lines=bounds.max_lines, anchors="plx-diff")
+                markup = f'<div class="plx-untokenized">{markup}</div>'
+            except Exception as exc:  # noqa: BLE001
+                markup = error_panel(exc, f"the diff of {s.label}", style=False)
+            data.add(f"diff:{s.index}:{mode}", markup)
+
+
+def _kernels(renderer: panes.PaneRenderer, index: int, params: str) -> dict[str, list[str]]:
+    """Node id -> [title, TIR, links, code title, code] for the kernels of one graph."""
+    out: dict[str, list[str]] = {}
+    for node in renderer.graph(index, params).nodes:
+        if node.kind in panes._DATA_KINDS:
+            continue
+        try:
+            title, text = renderer.kernel(index, node.id, params)
+            code_title, code = renderer.code(index, node.id, params)
+            links = renderer.kernel_links(index, node.id, params) if text else ""
+        except Exception as exc:  # noqa: BLE001 - the panel says so
+            title, text, links, code_title, code = (
+                f"could not look up {node.id!r}", f"{type(exc).__name__}: {exc}", "", "", "")
+        out[node.id] = [title, _capped(text), links, code_title, _capped(code)]
+    return out
+
+
+_SVG_PROLOGUE = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--.*?-->\s*", re.S)
+_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+
+
+def _inline_svg(pane: str) -> str:
+    """A graph pane whose Graphviz SVG sits inline in HTML: no XML prologue, doctype or
+    comments, no namespace declarations (they only look like web links)."""
+    pane = _SVG_PROLOGUE.sub("", pane)
+    return re.sub(r"<svg\b[^>]*>", lambda m: _XMLNS.sub("", m.group(0)), pane)
+
+
+def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
+                     snaps: list[_snapshots.Snapshot]) -> None:
+    """Graph, kernel panel and buffers of the key snapshots: each drawn with the weights
+    folded and shown, the first (after fusion) also coloured by bytes and by FLOPs (a
+    drawing is a layout run: most of a report's time); one kernel panel per snapshot
+    (its kernels are the same whichever way the weights are drawn)."""
+    for k, snap in enumerate(snaps):
+        i = snap.step.index
+        for params in PARAMS:
+            for overlay in OVERLAYS if params == "collapse" and k == 0 else ("none",):
+                data.add(f"graph:{i}:{params}:{overlay}", _inline_svg(
+                    renderer.pane("graph", i, params=params, overlay=overlay)))
+        try:
+            kernels = _kernels(renderer, i, "collapse")
+        except Exception:  # noqa: BLE001 - no graph here: the pane says why
+            kernels = {}
+        if kernels:
+            data.add(f"kernels:{i}:collapse", json.dumps(kernels, ensure_ascii=False))
+        data.add(f"buffers:{i}", renderer.pane("buffers", i))
+
+
+def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,
+                snaps: list[_snapshots.Snapshot]) -> ReportData:
+    """Everything the page's static model reads: the state for ``listed`` (the steps the
+    list shows; ``complete`` False when inner steps were left out) and the panes."""
+    renderer = panes.PaneRenderer(trace, cache_size=4)
+    data = ReportData(_state(trace, listed, complete))
+    failing = bounds.failing
+    main = [s for s in listed if _main(s, failing)]
+    _explains(data, trace, main)
+    _diffs(data, renderer, [s for s in main if not s.failed and s.changed], bounds)
+    _snapshots_panes(data, renderer, snaps)
+    if any(s.on_main_chain for s in trace):
+        data.add("provenance:default", renderer.pane("provenance", snaps[0].step.index
+                                                     if snaps else main[-1].index))
+    data.add("pipeline", renderer.pane("pipeline", -1))
+    data.drawn = [[s.step.index, _numbering.ref(s.step)] for s in snaps]
+    drawn = ", ".join(_numbering.ref(s.step) for s in snaps) or "no pass"
+    data.notes = {
+        "diff": ("This pass's diff is not in this report: it keeps the diffs of the "
+                 "main-chain passes it lists (inner passes and wrappers run inside other "
+                 "passes, on partial modules). In Python: passlab.diff(trace[i]), or "
+                 "passlab.Explorer(trace)."),
+        "graph": (f"This report draws the fused graph after {drawn}; "
+                  "passlab.Explorer(trace) draws it after any pass."),
+        "graph_variant": ("This drawing (weights or colouring) is not in this report for "
+                          "this pass: the default drawing follows."),
+        "buffers": (f"This report keeps the buffers after {drawn}; "
+                    "passlab.Explorer(trace) shows them after any pass."),
+        "provenance": "No pass was recorded: there is no provenance to show.",
+        "kernel": ("not in this report: it keeps the kernels of the graphs it draws "
+                   f"(after {drawn})."),
+        "compare": ("Compare needs a kernel to diff any two passes: open the trace in "
+                    "passlab.Explorer(trace). This report shows each pass's own diff "
+                    "(the Diff tab)."),
+        "edit": ("Editing and re-running the pipeline need the build and a kernel: "
+                 "passlab.Explorer(passlab.build(model)). This is a static report."),
+        "pipeline": "No pipeline was recorded with this trace.",
+        "other": ("This pane is not in this report: it needs a kernel. Open the trace in "
+                  "passlab.Explorer(trace)."),
+    }
+    return data
+
+
+
+def read_report(page: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(data, panes)`` of a report's HTML: its ``plx-data`` block (state, block keys,
+    notes) and every kept pane's text by key, decoded as the page does; for tests and
+    tools."""
+    found = {m.group(1): _embed.decode_block(m.group(3), m.group(2)) for m in re.finditer(
+        r'<script type="application/json" id="([\w-]+)"(?: data-encoding="([^"]+)")?>(.*?)'
+        r"</script>", page, re.S)}
+    data = json.loads(found["plx-data"])
+    return data, {key: found[block] for key, block in data["blocks"].items()}

@@ -274,11 +274,14 @@ def test_a_device_that_is_not_here_is_named():
         timing.device("hexagon")
 
 
-def test_profile_without_links_has_the_same_kernels(mlp_build, mlp_profile):
+def test_profile_without_links_or_overhead_has_the_same_kernels(mlp_build, mlp_profile):
     # what attribute() and sweep(profile=) time: no provenance or blame per build
+    import math
+
     from passlab.research.profile import profile
 
-    bare = profile(mlp_build, repeat=1, links=False)
+    bare = profile(mlp_build, repeat=1, links=False, overhead=False)
     assert [(k.kernel, k.calls, k.bytes) for k in sorted(bare, key=lambda k: k.kernel)] == \
         [(k.kernel, k.calls, k.bytes) for k in sorted(mlp_profile, key=lambda k: k.kernel)]
     assert all(k.sources == k.ops == k.passes == () for k in bare)
+    assert bare.end_to_end_s > 0 and math.isnan(bare.overhead_s) and math.isnan(bare.gap_s)

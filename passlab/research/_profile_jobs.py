@@ -22,15 +22,14 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
     of ``built`` on the job's inputs, or ``{"error": ...}`` when it cannot be timed."""
     opts = job["profile"]
     seed, arrays = job["inputs"]
-    try:
+    try:  # times only: no provenance, blame or skeleton VM per variant
         prof = profile(built, *(arrays or ()), seed=seed, repeat=int(opts.get("repeat", 10)),
                        number=opts.get("number"), min_repeat_ms=opts.get("min_repeat_ms"),
-                       links=False)  # times only: no provenance or blame per variant
+                       links=False, overhead=False)
     except Exception as exc:  # noqa: BLE001 - the row says why, the job stands
         return dict(error=f"profile: {type(exc).__name__}: {first_line(exc)}")
     called = [k for k in prof if k.calls > 0]
     out = dict(run_s=prof.end_to_end_s, spread=prof.end_to_end_spread,
-               overhead_s=prof.overhead_s,
                kernels={k.kernel: k.total_s for k in called},
                calls={k.kernel: k.calls for k in called})
     if job.get("baseline") is True:

@@ -275,7 +275,8 @@ def _links(build: Any, kernels: list[str]) -> dict[str, tuple[tuple, tuple, tupl
 
 
 def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = None,
-            min_repeat_ms: int | None = None, seed: int = 0, links: bool = True) -> Profile:
+            min_repeat_ms: int | None = None, seed: int = 0, links: bool = True,
+            overhead: bool = True) -> Profile:
     """Time ``build``'s entry function and each kernel it calls (see the module doc).
 
     Parameters
@@ -290,6 +291,10 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     links
         False leaves each kernel's ``sources``, ``ops`` and ``passes`` empty: no
         provenance or blame of the trace (``attribute`` needs only the times).
+    overhead
+        False does not time the runtime overhead (no skeleton VM to build: ``overhead_s``
+        and ``gap_s`` are NaN); ``attribute`` and ``sweep(profile=)`` compare end-to-end
+        and kernel times only.
 
     Raises
     ------
@@ -317,17 +322,18 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
     calls, copies = _timing.capture(vm, entry, tensors, set(names))
     opts: dict[str, Any] = dict(number=number,
                                 min_repeat_ms=2 if min_repeat_ms is None else min_repeat_ms)
-    skeleton = _timing.skeleton(_final_relax(build), tgt, kind, dev)
+    skeleton = _timing.skeleton(_final_relax(build), tgt, kind, dev) if overhead else None
     lib = _timing.kernel_library(vm)
     per_sig = Counter(c.signature for c in calls if c.kernel)
     bytes_of = {c.signature: c.nbytes for c in calls if c.kernel}
-    timers: dict[Any, Any] = {
-        "e2e": _timing.timer(vm.module, entry, tensors, dev, **opts),
-        "overhead": _timing.timer(skeleton.module, entry, tensors, dev, **opts)}
+    timers: dict[Any, Any] = {"e2e": _timing.timer(vm.module, entry, tensors, dev, **opts)}
+    if skeleton is not None:
+        timers["overhead"] = _timing.timer(skeleton.module, entry, tensors, dev, **opts)
     for sig in per_sig:
         timers[sig] = _timing.timer(lib, sig[0], copies[sig], dev, **opts)
     timed = _timing.interleaved(timers, repeat)
-    e2e, overhead = timed["e2e"], timed["overhead"]
+    e2e = timed["e2e"]
+    overhead_s = timed["overhead"].median if "overhead" in timed else float("nan")
     order = list(dict.fromkeys(names[c.symbol] for c in calls if c.kernel))
     unused = sorted(set(names.values()) - set(order))
     linked = (_links(build, order + unused) if links
@@ -354,7 +360,7 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
         rows.append(KernelTime(k, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0,
                                _flops(funcs[k]) if funcs is not None else None,
                                sources, ops, passes, 0.0))
-    return Profile(tuple(rows), e2e.median, e2e.spread, overhead.median,
+    return Profile(tuple(rows), e2e.median, e2e.spread, overhead_s,
                    _timing.builtin_counts(calls), entry, str(build.pipeline.target),
                    repeat, seed, build)
 

@@ -5,7 +5,9 @@ For each model (the built-in ones of ``passlab.models.NAMES``, and the large one
 of ~15,000-20,000 steps; ``llama7b``, the built-in transformer shaped like a 7B Llama):
 build once (or load ``--cache``'s saved trace), then measure
 
-- ``open``: ``Explorer(trace)`` until its first pane is rendered (highlighted diff);
+- ``open``: ``Explorer(trace)`` until its first pane is rendered (highlighted diff), the
+  first time on the trace (its change sets computed then); ``warm``: the median of the
+  ``--repeat`` - 1 later ones;
 - ``first view``: the diff pane of every changed main-chain step and container, as the
   Explorer renders it (highlighted HTML, the first screen), with the printing cache
   cleared and a fresh pane renderer before each step: the worst step and the median;
@@ -15,7 +17,8 @@ build once (or load ``--cache``'s saved trace), then measure
 
 Targets: open <= 300 ms, first view <= 100 ms, provenance <= 0.5 s, report <= 3 s and
 <= 5 MB. Every figure is printed next to its target as a ratio (<= 1.00 meets it); the
-script exits 1 when any is over. ``open`` is the median of ``--repeat`` runs (default 3).
+script exits 1 when any is over. The printing and rendered-block caches are cleared before
+each figure (``passlab.analysis.ir_text.clear_caches``).
 
 Run: ``.venv/bin/python benchmarks/bench_views.py [--models mlp,resnet,swin,llama7b]
 [--repeat 3] [--cache DIR]``. ``swin`` needs ``transformers`` (the test extra) and takes
@@ -59,8 +62,11 @@ def _trace(name: str, cache: str | None) -> passlab.Trace:
 def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
     from passlab.views.explorer import Explorer
 
+    # the first Explorer computes the main chain's change sets (Step caches them): that
+    # is what a user waits for on a freshly loaded or built trace, so it is the figure;
+    # the median of the later ones (change sets known) is printed beside it
     opens = []
-    for _ in range(repeat):
+    for _ in range(max(repeat, 1)):
         ir_text.clear_caches()
         opens.append(_ms(lambda: Explorer(trace)))
     changed = [s for s in trace if s.kind in ("pass", "container") and s.changed]
@@ -86,7 +92,8 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
         report_mb = path.stat().st_size / 1e6
     worst = max(range(len(views)), key=views.__getitem__)
     return dict(model=name, steps=len(trace), changed=len(changed),
-                open_ms=statistics.median(opens), first_view_ms=views[worst],
+                open_ms=opens[0], open_warm_ms=statistics.median(opens[1:] or opens),
+                first_view_ms=views[worst],
                 first_view_median_ms=statistics.median(views), slowest=changed[worst].label,
                 graph_ms=graph_ms, provenance_s=prov_s, report_s=report_s,
                 report_mb=report_mb)
@@ -102,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="folder to save the large models' traces in and load them from")
     args = ap.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
-    head = (f"{'model':20} {'steps':>6} {'open ms':>8} {'ratio':>6} {'view max':>9} {'ratio':>6} "
+    head = (f"{'model':20} {'steps':>6} {'open ms':>8} {'ratio':>6} {'warm':>6} {'view max':>9} "
+            f"{'ratio':>6} "
             f"{'median':>7} {'graph ms':>9} {'prov s':>7} {'ratio':>6} {'report s':>9} "
             f"{'ratio':>6} {'MB':>6} {'ratio':>6}  slowest view")
     print(head)
@@ -112,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = {k: r[k] / TARGETS[k] for k in TARGETS}
         over += [f"{name} {k}" for k, v in ratios.items() if v > 1.0]
         print(f"{name:20} {r['steps']:6d} {r['open_ms']:8.0f} {ratios['open_ms']:6.2f} "
+              f"{r['open_warm_ms']:6.0f} "
               f"{r['first_view_ms']:9.1f} {ratios['first_view_ms']:6.2f} "
               f"{r['first_view_median_ms']:7.1f} {r['graph_ms']:9.0f} {r['provenance_s']:7.2f} "
               f"{ratios['provenance_s']:6.2f} {r['report_s']:9.2f} {ratios['report_s']:6.2f} "

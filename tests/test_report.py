@@ -195,10 +195,15 @@ def test_key_snapshots_have_a_graph_or_its_fallback_and_buffers(mlp_report):
         graph, bufs = page.panes[f"graph:{i}:collapse:none"], page.panes[f"buffers:{i}"]
         assert "<svg" in graph or "the graph is shown as a table" in graph
         assert "fused graph of forward" in graph and "buffers of forward" in bufs
-        kernels = json.loads(page.panes[f"kernels:{i}:collapse"])  # node id -> panel
-        assert any(k[0].startswith("TIR of fused_matmul_add_relu (after ") for k in kernels.values())
-    # the graph after fusion is kept with its overlays; only these graphs are kept
+    # the kernel panels of the graph after fusion (a kernel's links cost a buffer
+    # analysis each); the later graphs' nodes fall back to them (kernels:default)
     fused = _snap(trace, "FuseTIR")
+    kernels = json.loads(page.panes[f"kernels:{fused}:collapse"])  # node id -> panel
+    assert any(k[0] == "TIR of fused_matmul_add_relu (after #6 FuseTIR)" for k in kernels.values())
+    assert [k for k in page.panes if k.startswith("kernels:")] == [
+        f"kernels:{fused}:collapse", "kernels:default"]
+    assert page.data["blocks"]["kernels:default"] == page.data["blocks"][f"kernels:{fused}:collapse"]
+    # the graph after fusion is kept with its overlays; only these graphs are kept
     assert {k for k in page.panes if k.startswith(f"graph:{fused}:")} == {
         f"graph:{fused}:{p}" for p in ("collapse:none", "collapse:bytes", "collapse:flops",
                                        "show:none")}

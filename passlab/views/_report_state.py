@@ -188,20 +188,22 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
                      snaps: list[_snapshots.Snapshot]) -> None:
     """Graph, kernel panel and buffers of the key snapshots: each drawn with the weights
     folded and shown, the first (after fusion) also coloured by bytes and by FLOPs (a
-    drawing is a layout run: most of a report's time); one kernel panel per snapshot
-    (its kernels are the same whichever way the weights are drawn)."""
+    drawing is a layout run: most of a report's time); the kernel panel of the first
+    (its kernels are the same whichever way the weights are drawn; the later snapshots'
+    nodes fall back to it by node id)."""
     for k, snap in enumerate(snaps):
         i = snap.step.index
         for params in PARAMS:
             for overlay in OVERLAYS if params == "collapse" and k == 0 else ("none",):
                 data.add(f"graph:{i}:{params}:{overlay}", _inline_svg(
                     renderer.pane("graph", i, params=params, overlay=overlay)))
-        try:
-            kernels = _kernels(renderer, i, "collapse")
+        try:  # a kernel's links cost a buffer analysis each: the graph after fusion's
+            kernels = _kernels(renderer, i, "collapse") if k == 0 else {}
         except Exception:  # noqa: BLE001 - no graph here: the pane says why
             kernels = {}
         if kernels:
             data.add(f"kernels:{i}:collapse", json.dumps(kernels, ensure_ascii=False))
+            data.add("kernels:default", json.dumps(kernels, ensure_ascii=False))
         data.add(f"buffers:{i}", renderer.pane("buffers", i))
 
 
@@ -234,8 +236,8 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
         "buffers": (f"This report keeps the buffers after {drawn}; "
                     "passlab.Explorer(trace) shows them after any pass."),
         "provenance": "No pass was recorded: there is no provenance to show.",
-        "kernel": ("not in this report: it keeps the kernels of the graphs it draws "
-                   f"(after {drawn})."),
+        "kernel": ("not in this report: it keeps the kernels of the graph after "
+                   f"{data.drawn[0][1] if data.drawn else 'fusion'}."),
         "compare": ("Compare needs a kernel to diff any two passes: open the trace in "
                     "passlab.Explorer(trace). This report shows each pass's own diff "
                     "(the Diff tab)."),

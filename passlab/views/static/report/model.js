@@ -132,9 +132,11 @@ export function staticModel(state, data) {
     if (!node) return;
     let got = null;
     try {
-      // one panel per snapshot: its kernels whichever way the weights are drawn
+      // the panels of the graph after fusion: its kernels whichever way the weights are
+      // drawn; a later graph's node of the same id shows that kernel (its title says
+      // after which pass)
       const text = await block(`kernels:${state.selected}:${state.graph_params}`)
-        ?? await block(`kernels:${state.selected}:collapse`);
+        ?? await block(`kernels:${state.selected}:collapse`) ?? await block("kernels:default");
       got = text === null ? null : (JSON.parse(text)[node] || null);
     } catch (err) {
       got = [`could not look up ${node}`, String(err.message), "", "", ""];

@@ -1,7 +1,8 @@
 """The graph and provenance panes on a model nobody here wrote the views for (issue 23
 items 5 and 6): the ONNX CNN of tests/test_importers.py as torch.onnx.export writes it
 (weights as graph inputs, nodes named by module path), loaded from a file in
-JupyterLab, in the light and the dark theme at 1400 and 800 px. Takes
+JupyterLab, in the light and the dark theme at 1400 and 800 px; its graph opens grouped
+by the ONNX node paths (/features, /head), a click opens a group. Takes
 docs/screenshots/real-graph-{light,dark}-{1400,800}.png, real-kernel-*.png (the kernel
 panel maximised) and real-provenance-*.png.
 """
@@ -23,7 +24,17 @@ def _shots(page, lab, theme: str, width: int, expect) -> None:
     open_notebook(page, lab, "real.ipynb", expect)
     widget = page.locator(".jp-OutputArea-output .plx")
     graph = widget.locator(".plx-pane-graph")
-    expect(graph.locator("svg g.node")).to_have_count(9)  # no weight node: num_input
+    # grouped by the ONNX node paths: /features and /head closed, one box each; a click
+    # opens a group into a frame (no weight node in either: num_input)
+    expect(graph.locator("svg g.node")).to_have_count(4)
+    expect(graph.locator("svg g.node.plx-group")).to_have_count(2)
+    for name in ("features", "head"):
+        # (dispatched: at 800 px the pane's head may cover the box until it is scrolled to)
+        graph.locator("svg g.node.plx-group", has=page.locator("text", has_text=name)
+                      ).dispatch_event("click")
+        expect(graph.locator(f"svg g.cluster.plx-group-open >> text={name} \u25be")).to_be_visible()
+    expect(graph.locator("svg g.node")).to_have_count(9)
+    expect(graph.locator("svg g.node.plx-group")).to_have_count(0)
     # FLOPs on viridis, both ends labelled; "removed (6)" closed on one line
     expect(graph.locator(".plx-legend-min")).to_have_text("330")
     expect(graph.locator(".plx-legend-max")).to_have_text("598 K")

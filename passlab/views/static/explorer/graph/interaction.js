@@ -87,7 +87,7 @@ export function panZoom(view, svg, state, onClickNode, onChange) {
   const onUp = () => { drag = null; view.classList.remove("plx-dragging"); };
   const onClick = (e) => {
     if (moved) { moved = false; return; }  // the end of a drag is not a click
-    const g = e.target.closest("g.node");
+    const g = e.target.closest("g.node, g.cluster");  // a cluster: an opened group's frame
     const title = g && g.querySelector("title");
     if (title) onClickNode(title.textContent, g);
   };

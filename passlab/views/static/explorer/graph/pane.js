@@ -8,6 +8,7 @@ import { h } from "../core.js";
 import { MINIMAP_NODES, minimap, panZoom } from "./interaction.js";
 import { kernelPanel } from "./kernel.js";
 import { captureGraph, carryOver } from "./layout.js";
+import { isOtherCluster, toggledGroups } from "./groups.js";
 import { graphMarks } from "./marks.js";
 import { graphOptions } from "./overlay.js";
 
@@ -49,6 +50,9 @@ export function graphPane(ctx, pane) {
     graphTools.replaceChildren();
     const svg = graphView.querySelector("svg");
     const pick = (id, elNode) => {
+      const groups = toggledGroups(id, model.get("graph_open") || []);
+      if (groups) { ask(); send({ graph_open: groups }); return; }  // a group: open/close
+      if (isOtherCluster(id)) return;
       for (const n of graphView.querySelectorAll(".plx-picked")) n.classList.remove("plx-picked");
       if (elNode) elNode.classList.add("plx-picked");
       kernel.lookingUp(id);
@@ -108,7 +112,7 @@ export function graphPane(ctx, pane) {
   on("change:graph_html", render);
   on("change:node", marks.markPicked);
   on("change:focus", () => marks.markFocus(true));
-  for (const name of ["selected", "graph_params", "graph_overlay"]) on(`change:${name}`, ask);
+  for (const name of ["selected", "graph_params", "graph_overlay", "graph_open"]) on(`change:${name}`, ask);
   for (const name of ["kernel_title", "kernel_text", "kernel_text_html", "kernel_html", "code_text"]) {
     on(`change:${name}`, kernel.render);
   }

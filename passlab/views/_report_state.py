@@ -35,6 +35,13 @@ COMPRESS_OVER = 2_000
 #: The graph drawings kept for each key snapshot (weights folded or drawn; colourings).
 PARAMS = ("collapse", "show")
 OVERLAYS = ("none", "bytes", "flops")
+#: A graph of more nodes than this is kept in its default drawing only (each drawing is a
+#: layout run of seconds on a 7B-shaped model).
+DRAWINGS_UP_TO = 150
+#: Kernel panels kept (the first kernels of the graph after fusion; of a graph of more
+#: than DRAWINGS_UP_TO nodes, a quarter as many): each one's links cost a buffer
+#: analysis of the module (a 7B-shaped model: ~0.2 s each).
+KERNEL_PANELS = 40
 
 
 @dataclass(frozen=True)
@@ -156,12 +163,16 @@ def _diffs(data: ReportData, renderer: panes.PaneRenderer, steps: list[Step],
             data.add(f"diff:{s.index}:{mode}", markup)
 
 
-def _kernels(renderer: panes.PaneRenderer, index: int, params: str) -> dict[str, list[str]]:
-    """Node id -> [title, TIR, links, code title, code] for the kernels of one graph."""
+def _kernels(renderer: panes.PaneRenderer, index: int, params: str,
+             most: int = KERNEL_PANELS) -> dict[str, list[str]]:
+    """Node id -> [title, TIR, links, code title, code] for the first ``most`` kernels
+    of one graph."""
     out: dict[str, list[str]] = {}
     for node in renderer.graph(index, params).nodes:
         if node.kind in panes._DATA_KINDS:
             continue
+        if len(out) >= most:
+            break
         try:
             title, text = renderer.kernel(index, node.id, params)
             code_title, code = renderer.code(index, node.id, params)
@@ -193,12 +204,17 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
     nodes fall back to it by node id)."""
     for k, snap in enumerate(snaps):
         i = snap.step.index
-        for params in PARAMS:
-            for overlay in OVERLAYS if params == "collapse" and k == 0 else ("none",):
+        try:
+            small = len(renderer.graph(i, "collapse").nodes) <= DRAWINGS_UP_TO
+        except Exception:  # noqa: BLE001 - no graph here: the pane says why
+            small = False
+        for params in PARAMS if small else ("collapse",):
+            for overlay in OVERLAYS if params == "collapse" and k == 0 and small else ("none",):
                 data.add(f"graph:{i}:{params}:{overlay}", _inline_svg(
                     renderer.pane("graph", i, params=params, overlay=overlay)))
         try:  # a kernel's links cost a buffer analysis each: the graph after fusion's
-            kernels = _kernels(renderer, i, "collapse") if k == 0 else {}
+            most = KERNEL_PANELS if small else KERNEL_PANELS // 4
+            kernels = _kernels(renderer, i, "collapse", most) if k == 0 else {}
         except Exception:  # noqa: BLE001 - no graph here: the pane says why
             kernels = {}
         if kernels:
@@ -236,8 +252,8 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
         "buffers": (f"This report keeps the buffers after {drawn}; "
                     "passlab.Explorer(trace) shows them after any pass."),
         "provenance": "No pass was recorded: there is no provenance to show.",
-        "kernel": ("not in this report: it keeps the kernels of the graph after "
-                   f"{data.drawn[0][1] if data.drawn else 'fusion'}."),
+        "kernel": ("not in this report: it keeps the kernel panels of the first kernels of "
+                   f"the graph after {data.drawn[0][1] if data.drawn else 'fusion'}."),
         "compare": ("Compare needs a kernel to diff any two passes: open the trace in "
                     "passlab.Explorer(trace). This report shows each pass's own diff "
                     "(the Diff tab)."),

@@ -214,3 +214,30 @@ def test_change_sets_compare_functions_structurally(mlp_build):
 
     assert _diff_functions(step.after, copy, _HashCache()).names == ()
     assert _diff_functions(step.before, copy, _HashCache()) == step.functions_changed
+
+
+def test_tir_passes_rebuilt_copies_are_equal_without_a_walk(mlp_build):
+    # TVM's TIR passes return many PrimFuncs rebuilt from the very same parts: such a
+    # pair is structurally equal, and _tvm.rebuilt_copy says so from the fields alone
+    import tvm_ffi
+
+    from passlab import _tvm
+
+    copies = unequal = 0
+    for s in mlp_build.trace:
+        if s.before is None or s.after is None:
+            continue
+        old = _tvm.functions(s.before)
+        for name, f in _tvm.functions(s.after).items():
+            g = old.get(name)
+            if g is None or g.same_as(f):
+                continue
+            if _tvm.rebuilt_copy(g, f):
+                copies += 1
+                assert tvm_ffi.structural_equal(g, f, True, True)
+            elif not _tvm.structural_equal(g, f):
+                unequal += 1
+                assert name in s.functions_changed.modified
+    assert copies > 20 and unequal > 20
+    f = next(iter(_tvm.functions(mlp_build.trace.find("FuseTIR").after).values()))
+    assert not _tvm.rebuilt_copy(f, f.with_attr("passlab.test", 1))

@@ -25,6 +25,7 @@ __all__ = [
     "head_text",
     "binding_names",
     "binding_count",
+    "can_head",
     "prefetch",
     "function_kind",
     "same_function",
@@ -171,7 +172,7 @@ def binding_count(func: Any) -> int:
     body: Any = getattr(func, "body", None)
     count = 0
     if function_kind(func) == "relax" and hasattr(body, "blocks"):
-        count = sum(int(len(block.bindings)) for block in body.blocks)
+        count = sum(len(block.bindings) for block in body.blocks)
     with _CACHE._lock:
         _COUNTS[key] = (func, count)
         while len(_COUNTS) > _COUNTS_SIZE:
@@ -214,6 +215,17 @@ def _head(func: Any, count: int) -> Any:
     result = last if last is not None else func.body.body
     return relax.Function(func.params, relax.SeqExpr(blocks, result), func.ret_ty,
                           func.is_pure, func.attrs)
+
+
+def can_head(func: Any, count: int) -> bool:
+    """Whether :func:`head_text` can cut ``func`` after ``count`` bindings (TVM builds
+    the shorter function); False sends a first view back to the whole function."""
+    try:
+        _head(func, count)
+    except Exception:  # noqa: BLE001 - TVM raises its own error types
+        _log.debug("cannot cut a function after %d bindings", count, exc_info=True)
+        return False
+    return True
 
 
 def _strip_head_tail(text: str) -> str:

@@ -107,6 +107,9 @@ class FunctionDiff(Displayable):
             anchor = next((n for n in reversed(once_a) if n in once_b), None)
             if anchor is not None and (once_b[anchor] + 1 < len(names_b) or nb <= len(names_b)):
                 kb = once_b[anchor] + 1
+        if not all(_printing.can_head(f, k) for f, k in ((self.before, kb), (self.after, ka))
+                   if f is not None):
+            return self
         return dataclasses.replace(self, head=(kb, ka, nb, na))
 
     @cached_property

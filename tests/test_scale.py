@@ -119,8 +119,24 @@ def test_first_view_offers_every_line_when_it_cut_some(mlp_build, monkeypatch):
     step = trace.find("LegalizeOps")
     monkeypatch.setattr(panes, "FIRST_VIEW_LINES", 30)
     html = panes.PaneRenderer(trace).pane("diff", step.index)
-    # 2 printed, 6 listed as not shown (the pane's function list)
+    # 2 printed, 6 listed as not shown (the pane's function list); the functions after
+    # the budget ran out were not printed, so the total is not known
     assert (html.count("data-fn="), html.count("<li data-fn=")) == (8, 6)
+    assert html.endswith('<button type="button" class="plx-show-all">show all diff '
+                         "lines</button>")
+    from passlab._tvm import printing
+
+    fds = panes.PaneRenderer(trace).module_diff(step.index).functions
+    printing.clear_cache()
+    panes.PaneRenderer(trace).pane("diff", step.index)
+    # one batch of two printed: forward (both sides) and the added kernel add; not the
+    # other six kernels
+    assert [(fd.name, fd.status) for fd in fds[:2]] == [("forward", "modified"),
+                                                        ("add", "added")]
+    assert printing.cache_info()["size"] == 3
+    # with every line within the budget, the total is known
+    monkeypatch.setattr(panes, "FIRST_VIEW_LINES", 95)
+    html = panes.PaneRenderer(trace).pane("diff", step.index)
     assert html.endswith('<button type="button" class="plx-show-all">show all 96 diff '
                          "lines</button>")
     full = panes.PaneRenderer(trace).pane("diff", step.index, all_functions=True)

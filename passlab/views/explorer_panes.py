@@ -7,6 +7,7 @@ error panel, never an exception in the widget.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 from collections import OrderedDict
@@ -544,15 +545,23 @@ def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> st
     if all_functions:
         ir_text.prefetch([d], None)
         return d.to_html(mode, anchors=anchors)
-    # a huge Relax function (a 32-layer forward) prints its first binding region only
+    # a huge Relax function (a 32-layer forward) prints its first binding region only,
+    # and functions are printed a few at a time until the line budget is spent: a late
+    # TIR pass rewrites every kernel, and its first 400 lines hold two or three of them
     view = d.first_screen(FIRST_VIEW)
-    ir_text.prefetch([view], FIRST_VIEW)
     paired = mode == "side-by-side"
-    lines = sum(_diff_render.row_total(fd, paired) for fd in view.functions[:FIRST_VIEW])
+    shown = view.functions[:FIRST_VIEW]
+    lines = printed = 0
+    while printed < len(shown) and lines <= FIRST_VIEW_LINES:
+        batch = shown[printed:printed + 2]  # the printer's threads
+        ir_text.prefetch([dataclasses.replace(view, functions=batch)])
+        lines += sum(_diff_render.row_total(fd, paired) for fd in batch)
+        printed += len(batch)
     if len(d) <= FIRST_VIEW and lines <= FIRST_VIEW_LINES and not view.regions:
         return d.to_html(mode, anchors=anchors)
     what = (f"all {len(d)} changed functions" if len(d) > FIRST_VIEW
-            else "whole functions" if view.regions else f"all {lines:,} diff lines")
+            else "whole functions" if view.regions
+            else f"all {lines:,} diff lines" if printed == len(shown) else "all diff lines")
     button = f'<button type="button" class="plx-show-all">show {what}</button>'
     return view.to_html(mode, max_functions=FIRST_VIEW, anchors=anchors,
                         max_total_lines=FIRST_VIEW_LINES) + button

@@ -55,15 +55,20 @@ def dim_names(program: Any) -> dict[str, str]:
         return {}
     debug = getattr(env, "source_name_to_debug_name", None) or {}
     sources = getattr(env, "var_to_sources", None) or {}
-    symbols = {str(s) for s in getattr(program, "range_constraints", {}) or {}}
-    symbols |= {str(s) for s in sources}
+    used = [str(s) for s in getattr(program, "range_constraints", {}) or {}]
+    symbols = set(used) | {str(s) for s in sources}
+    # the program's own symbols first: torch may have unified two (one Dim on two
+    # inputs: s70 replaced by s53), and only the survivor appears in the program
+    by_name = {str(s): found for s, found in sources.items()}
+    order = [s for s in used if s in by_name] + [s for s in by_name if s not in used]
     out: dict[str, str] = {}
-    for symbol, found in sources.items():
+    for symbol in order:
+        found = by_name[symbol]
         names = {debug[n] for n in map(_source_name, found) if n in debug}
         if len(names) != 1:
             continue
         name = names.pop()
         if (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
                 and name not in symbols and name not in out.values()):
-            out[str(symbol)] = name
+            out[symbol] = name
     return out

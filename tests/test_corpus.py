@@ -89,14 +89,15 @@ GROUPS = {"onnx_resnet18": (12, 4, 12), "resnet50": (20, 4, 12)}
 
 
 def test_fused_graph_groups_by_the_models_node_paths(built):
+    if built.name not in GROUPS:
+        pytest.skip("exact groups are checked on the two ResNets")
+    from passlab.analysis._graph_groups import fold
+
     prov = passlab.provenance(built.build.trace)
     step = built.build.trace.find("FuseTIR")
     g = fused_graph(step, max_nodes=None).with_sources(prov, step)
     calls = [n for n in g.nodes if n.kind not in ("input", "weight", "constant", "output")]
-    assert all(n.source for n in calls) or not prov.sources
-    if built.name not in GROUPS:
-        return
-    from passlab.analysis._graph_groups import fold
+    assert all(n.source for n in calls)
 
     top = [grp for grp in g.groups if grp.parent is None]
     assert (len(g.groups), len(top), len(fold(g).nodes)) == GROUPS[built.name]

@@ -367,8 +367,10 @@ def load_trace(path: str | os.PathLike) -> Trace:
     bad = lambda why: _bad(path, why)  # noqa: E731
     check_trace_json(data, _limits.modules_in(graph, bad), bad)
     _limits.check_ir_graph(graph, bad)
-    try:  # TVM parses exactly the graph that was checked, written out again
-        modules = list(from_json_graph_str(json.dumps(graph)))
+    try:  # TVM parses exactly the graph that was checked, written out again (compact:
+        # no spaces to write or skip, no cycle check on a tree that json.loads made)
+        modules = list(from_json_graph_str(json.dumps(graph, separators=(",", ":"),
+                                                      check_circular=False)))
     except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
         raise unreadable((str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]) \
             from None

@@ -209,7 +209,9 @@ class _Graph:
             return None
         # the answer depends on node j itself only for containers (their elements are
         # checked), otherwise on its type alone
-        key = (schema, j) if schema[0] in _CONTAINERS else (schema, self.kind[j])
+        # keyed by the schema's identity: the schemas live in _fields' cache for good, and
+        # hashing a nested schema tuple on every reference was a tenth of the check
+        key = (id(schema), j) if schema[0] in _CONTAINERS else (id(schema), self.kind[j])
         memo = self.memo.get(key, self)
         if memo is self:
             memo = self.memo[key] = self._conforms(schema, j)

@@ -17,6 +17,11 @@ pytest.importorskip("ipykernel", reason="needs the 'notebook' extra")
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+#: A notebook runs top to bottom in under a minute, except these, with why. 09 measures
+#: time: four profiles (each kernel timed in repeated rounds) and an attribution whose
+#: jobs run in a build process that imports TVM afresh (27-42 s of its 50-70 s at load
+#: 7-9 on 2 cores, session 5); its story needs real timings, not fewer of them.
+SECONDS = {"09-where-time-goes": 120}
 
 
 def test_notebooks_exist():
@@ -55,7 +60,8 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
               for cell in nb.cells if cell.cell_type == "code"
               for out in cell.outputs if out.output_type == "error"]
     assert errors == []
-    assert seconds < 60, f"{path.name} took {seconds:.1f} s"
+    limit = SECONDS.get(path.stem, 60)
+    assert seconds < limit, f"{path.name} took {seconds:.1f} s (its limit: {limit} s)"
     # the Explorer was displayed as a widget, and its state was saved with the notebook
     views = [out for cell in nb.cells for out in cell.get("outputs", [])
              if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]

@@ -170,8 +170,16 @@ def test_report_has_a_run_time_section(mlp_build, mlp_profile, tmp_path):
     html = out.read_text()
     assert html.count('<section id="pl-runtime">') == 1 and "<h2>Run time</h2>" in html
     assert "Time per source operator" in html and 'class="passlab-profile-plot"' in html
+    # the report's Profile tab holds the same kernel table as the Explorer's pane
+    from passlab.views._report_state import read_report
+
+    data, kept = read_report(html)
+    assert 'class="passlab-table plx-profile-table"' in kept["profile"]
+    assert "fused_matmul_add_relu" in kept["profile"] and "need a kernel" in kept["profile"]
     plain = mlp_build.trace.write_report(tmp_path / "plain.html").read_text()
     assert 'id="pl-runtime"' not in plain
+    data, kept = read_report(plain)
+    assert "profile" not in data["blocks"] and "--profile" in data["notes"]["profile"]
 
 
 def test_cli_profile_prints_the_kernel_table(capsys):

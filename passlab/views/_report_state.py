@@ -22,7 +22,7 @@ from passlab._render import error_panel
 from passlab.analysis import ir_text
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
-from passlab.views import _embed, _snapshots
+from passlab.views import _embed, _snapshots, explorer_profile
 from passlab.views import explorer_panes as panes
 
 __all__ = ["Bounds", "ReportData", "report_data", "CODE_LINES", "OVERLAYS", "PARAMS"]
@@ -224,9 +224,11 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
 
 
 def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,
-                snaps: list[_snapshots.Snapshot]) -> ReportData:
+                snaps: list[_snapshots.Snapshot], profile: Any = None) -> ReportData:
     """Everything the page's static model reads: the state for ``listed`` (the steps the
-    list shows; ``complete`` False when inner steps were left out) and the panes."""
+    list shows; ``complete`` False when inner steps were left out) and the panes; the
+    Profile pane's table when ``profile`` (a :class:`passlab.research.profile.Profile`)
+    is given."""
     renderer = panes.PaneRenderer(trace, cache_size=4)
     data = ReportData(_state(trace, listed, complete))
     failing = bounds.failing
@@ -238,6 +240,8 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
         data.add("provenance:default", renderer.pane("provenance", snaps[0].step.index
                                                      if snaps else main[-1].index))
     data.add("pipeline", renderer.pane("pipeline", -1))
+    if profile is not None:
+        data.add("profile", explorer_profile.pane_html(profile, static=True))
     data.drawn = [[s.step.index, _numbering.ref(s.step)] for s in snaps]
     drawn = ", ".join(_numbering.ref(s.step) for s in snaps) or "no pass"
     data.notes = {
@@ -260,6 +264,8 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
         "edit": ("Editing and re-running the pipeline need the build and a kernel: "
                  "passlab.Explorer(passlab.build(model)). This is a static report."),
         "pipeline": "No pipeline was recorded with this trace.",
+        "profile": ("This report was written without a profile: passlab report --profile, "
+                    "or trace.write_report(path, profile=build.profile())."),
         "other": ("This pane is not in this report: it needs a kernel. Open the trace in "
                   "passlab.Explorer(trace)."),
     }

@@ -118,9 +118,11 @@ def _row(k: Any) -> str:
 
 
 def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
-              message: str = "") -> str:
+              message: str = "", static: bool = False) -> str:
     """The Profile pane: the summary, the sortable kernel table (``data-sort`` on each
-    header's button, ``data-kernel`` on each row), or without a profile what to do."""
+    header's button, ``data-kernel`` on each row), or without a profile what to do.
+    ``static``: for a page with no kernel behind it (the report), which says that sorting
+    and the link to the graph need one."""
     run = ('<button type="button" class="plx-profile-run" data-profile-run="1" '
            'title="time the entry function and each kernel (build.profile())">'
            f'{"Profile again" if profile is not None else "Profile"}</button>'
@@ -138,8 +140,12 @@ def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
                 f"</div>{run}</div>")
     rows = "".join(_row(k) for k in sorted_kernels(profile, sort))
     noisy = sum(1 for k in profile if k.noisy)
-    notes = ("Click a header to sort, a row to see its kernel in the fused graph (the "
-             "last pass's graph, the kernel panel open)."
+    how = ("Sorted by total time per run. Sorting by another column and a row's link to "
+           "its kernel in the fused graph need a kernel: "
+           "passlab.Explorer(build, profile=build.profile())." if static else
+           "Click a header to sort, a row to see its kernel in the fused graph (the "
+           "last pass's graph, the kernel panel open).")
+    notes = (how
              + (f" {noisy} noisy row{'s' if noisy != 1 else ''} (spread over the repeats "
                 "above 20%) marked." if noisy else ""))
     return (f'<div class="plx-profile">{msg}<div class="plx-profile-head">'

@@ -108,7 +108,8 @@ def render_report(trace: Trace, *, title: str | None = None,
     last = _last_covered(trace, failing, full)
     bounds = Bounds(last, failing, max_functions, None if full else REPORT_LINES, full)
     listed, complete, left_out = _listed(trace, bounds)
-    data = report_data(trace, listed, complete, bounds, _snapshots.key_snapshots(trace))
+    data = report_data(trace, listed, complete, bounds, _snapshots.key_snapshots(trace),
+                       profile)
     body = [
         _header(trace, title, last),
         _failure_panel(trace),

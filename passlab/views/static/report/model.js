@@ -85,6 +85,7 @@ export function staticModel(state, data) {
     const i = state.selected;
     if (tab === "pipeline") return (await block("pipeline")) ?? note(notes.pipeline || "");
     if (tab === "compare" || tab === "edit") return note(notes[tab], "plx-warn");
+    if (tab === "profile") return (await block("profile")) ?? note(notes.profile || notes.other, "plx-warn");
     const row = rowOf().get(i);
     if (!row) return note("Select a pass in the list to see what it did.");
     if (tab === "diff") {

@@ -221,6 +221,15 @@ class Browser:
                 self._playwright = None
 
 
+def set_theme(page, name: str) -> None:
+    """Switch JupyterLab's theme through its Settings menu ("JupyterLab Dark"/"Light")."""
+    import re
+
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(name)}$")).click()
+
+
 def write_notebook(path: Path, cells: list[str]) -> Path:
     """A notebook of code ``cells`` with the ipykernel kernelspec, written to ``path``."""
     import nbformat

@@ -13,7 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
-from browser_helpers import SHOTS, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, set_theme, write_notebook
 
 pytestmark = marks()
 
@@ -110,12 +110,6 @@ _BUFFERS_NB = [
 ]
 
 
-def _set_theme(page, name: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(name)}$")).click()
-
-
 def test_buffers_pane_shows_the_liveness_picture(lab, page, expect):
     """The Buffers pane draws the SVG above the table, a slider redraws it with a bound for
     the symbolic sequence length; screenshots in the light and the dark theme."""
@@ -144,9 +138,9 @@ def test_buffers_pane_shows_the_liveness_picture(lab, page, expect):
     pane.evaluate("""(el) => { const svg = el.querySelector('svg.passlab-bufplot');
         el.scrollTop += svg.getBoundingClientRect().top - el.getBoundingClientRect().top - 48; }""")
     widget.screenshot(path=str(SHOTS / "explorer-buffers.png"))
-    _set_theme(page, "JupyterLab Dark")
+    set_theme(page, "JupyterLab Dark")
     expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
     page.wait_for_timeout(500)  # the theme's CSS variables settle
     widget.screenshot(path=str(SHOTS / "explorer-buffers-dark.png"))
-    _set_theme(page, "JupyterLab Light")
+    set_theme(page, "JupyterLab Light")
     assert page.errors == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from browser_helpers import SHOTS, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, set_theme, write_notebook
 
 pytestmark = marks()
 
@@ -24,19 +24,13 @@ _NB = [
 ]
 
 
-def _set_theme(page, name: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(name)}$")).click()
-
-
 def _dark_and_back(page, widget, name: str, expect) -> None:
     widget.screenshot(path=str(SHOTS / f"{name}.png"))
-    _set_theme(page, "JupyterLab Dark")
+    set_theme(page, "JupyterLab Dark")
     expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
     page.wait_for_timeout(500)  # the theme's CSS variables settle
     widget.screenshot(path=str(SHOTS / f"{name}-dark.png"))
-    _set_theme(page, "JupyterLab Light")
+    set_theme(page, "JupyterLab Light")
     expect(page.locator("body[data-jp-theme-light='true']")).to_have_count(1)
 
 

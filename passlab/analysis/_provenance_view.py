@@ -5,7 +5,7 @@ Every operator node of the input graph carries ``data-op`` (its binding name) an
 in); every kernel node of the fused graph carries ``data-kernel``, ``data-ops`` (JSON list,
 :meth:`Provenance.ops_of`) and ``data-node`` (its graph node id). The rows of the op table
 below carry the same ``data-op``/``data-kernels``. A page highlights the linked elements on
-hover (the Explorer's ``provenance.js``, the report's ``report.js``); without script the
+hover (the front end's ``provenance.js``, in the Explorer and the report); without script the
 view still reads as two graphs and a table. Every IR name is escaped.
 
 Examples

@@ -5,6 +5,9 @@ The file and both node-data overlays load through the app's URL (as ``model-expl
 graphs.json --node_data_paths ...`` opens them), the graph page shows the exported node
 count, the overlays are listed with their values, and once every layer is expanded the
 nodes are drawn in the overlay's colours. Takes docs/screenshots/model-explorer.png.
+The ONNX ResNet-18 of the corpus (weights as graph inputs), exported with its source
+groups, opens as collapsible layers (``main/layer1/layer1.0``): checked through the app's
+own UI state, its search and its layer info (docs/screenshots/model-explorer-groups*.png).
 """
 
 from __future__ import annotations
@@ -36,6 +39,27 @@ _ORANGE = """async (src) => {
         if (d[i] > 120 && d[i] - d[i + 2] > 60 && d[i] - d[i + 1] > 25) n++;
     return n; }"""
 
+# count the pixels drawn within 8 of an RGB colour (here the selected layer's fill,
+# (194, 231, 255), which covers a closed layer's box or an open layer's whole frame)
+_NEAR = """async ([src, rgb]) => {
+    const img = new Image(); img.src = src; await img.decode();
+    const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+    const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+    const d = g.getImageData(0, 0, c.width, c.height).data; let n = 0;
+    for (let i = 0; i < d.length; i += 4)
+        if (Math.abs(d[i] - rgb[0]) < 8 && Math.abs(d[i + 1] - rgb[1]) < 8
+            && Math.abs(d[i + 2] - rgb[2]) < 8) n++;
+    return n; }"""
+
+
+def _selected_fill(page) -> int:
+    """Pixels of the graph drawn in the selected layer's fill colour."""
+    import base64
+
+    shot = page.screenshot(clip=page.locator("webgl-renderer canvas").first.bounding_box())
+    src = "data:image/png;base64," + base64.b64encode(shot).decode()
+    return page.evaluate(_NEAR, [src, [194, 231, 255]])
+
 
 def _serve(paths, port):
     """Start Model Explorer's server; return it and the URL it prints for the files."""
@@ -62,6 +86,14 @@ def _serve(paths, port):
         proc.kill()
         pytest.fail("model-explorer printed no URL:\n" + "".join(lines)[-2000:])
     return proc, found[0]
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def test_export_opens_in_model_explorer_with_its_overlays(tmp_path, resnet_build, new_page,
@@ -98,8 +130,97 @@ def test_export_opens_in_model_explorer_with_its_overlays(tmp_path, resnet_build
         page.screenshot(path=str(SHOTS / "model-explorer.png"))
         assert not page.errors, page.errors
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
+
+
+# the app's own state, which it writes into the page's URL as it changes: the deepest
+# groups drawn open and the node selected (group nodes are "<namespace>___group___")
+_UI_STATE = """() => JSON.parse(new URL(location.href).searchParams.get('data'))
+    .uiState.paneStates[0]"""
+
+
+def _group(namespace: str) -> str:
+    return f"{namespace}___group___"
+
+
+def test_onnx_resnet18_namespaces_are_collapsible_groups_in_model_explorer(
+        tmp_path, new_page, expect):
+    """The FuseTIR graph of an ONNX ResNet-18 whose weights are graph inputs, exported with
+    its source groups: the app opens on the function as one closed layer (``main``), the
+    stages (``main/layer1`` ...) are layers under it, drawn closed when it opens, and
+    opening ``layer1`` draws its two blocks ``layer1.0`` and ``layer1.1``, closed. Takes
+    docs/screenshots/model-explorer-groups.png (the stages closed) and
+    model-explorer-groups-open.png (layer1 open)."""
+    import corpus
+
+    if not (corpus.TORCHVISION_DIR / "torchvision").is_dir():
+        pytest.skip(f"no torchvision in {corpus.TORCHVISION_DIR}: `make` installs it")
+    pytest.importorskip("onnxruntime", reason="needs passlab[onnx]")
+    trace = corpus.build("onnx_resnet18").build.trace
+    paths = passlab.to_model_explorer(trace, tmp_path / "resnet18.json", steps=["FuseTIR"])
+    graph = json.loads(paths[0].read_text())["graphs"][0]
+    spaces = [n["namespace"] for n in graph["nodes"]]
+    # every path the nodes sit under is one layer of the app: main, 4 stages, 8 blocks
+    layers = {"/".join(s.split("/")[:i + 1]) for s in spaces for i in range(s.count("/") + 1)}
+    stages = sorted(p for p in layers if p.count("/") == 1)
+    assert stages == ["main/layer1", "main/layer2", "main/layer3", "main/layer4"]
+    blocks = sorted(p for p in layers if p.startswith("main/layer1/"))
+    assert blocks == ["main/layer1/layer1.0", "main/layer1/layer1.1"]
+    in_layer1 = sum(s.startswith("main/layer1/") for s in spaces) + len(blocks)
+    assert not any(n["id"].startswith("onnx::") for n in graph["nodes"])  # no weight node
+    proc, url = _serve(paths, _free_port())
+    try:
+        page = new_page(height=900)
+        page.goto(url)
+        expect(page.locator("text=op node count").first).to_be_visible(timeout=90_000)
+        assert page.get_by_text("Error", exact=True).count() == 0
+        body = page.inner_text("body")
+        assert re.search(rf"op node count\s+{len(graph['nodes'])}\b", body), body[:600]
+        assert re.search(rf"layer count\s+{len(layers)}\b", body), body[:600]
+        # it opens with every layer closed: the function is the one node at the root
+        state = page.evaluate(_UI_STATE)
+        assert state["deepestExpandedGroupNodeIds"] == [], state
+        roots = body.split("Root-level nodes stats")[1].split("Node data")[0]
+        assert re.findall(r"^(\d+)\t(\S+)\t", roots, re.M) == [("0", "main")], roots
+        # the app's search finds the four stages as layers (group nodes) of main
+        page.locator("search-bar input").fill(r"^layer\d$")
+        found = page.locator("mat-tree-node[data-id$='___group___']")
+        expect(found).to_have_count(4)
+        assert sorted(found.evaluate_all("els => els.map(e => e.dataset.id)")) == [
+            _group(s) for s in stages]
+        # alt+click: locate and select layer1, which opens main and draws the stages closed
+        found.filter(has_text="layer1").click(modifiers=["Alt"])
+        page.wait_for_function(f"() => ({_UI_STATE})().selectedNodeId === "
+                               f"{_group('main/layer1')!r}")
+        state = page.evaluate(_UI_STATE)
+        assert state["deepestExpandedGroupNodeIds"] == [_group("main")], state
+        info = page.locator("info-panel")
+        expect(info).to_contain_text(re.compile("layer info", re.I))
+        text = info.inner_text()
+        assert re.search(r"name\s+layer1\s+namespace\s+main\s+#children\s+2\s+"
+                         rf"#descendants\s+{in_layer1}\b", text), text[:400]
+        assert re.search(r"0\s+layer1\.0\s.*\n1\s+layer1\.1\s", text), text[:1200]
+        page.locator("search-bar input").fill("")
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(1000)  # the pan to layer1 settles
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "model-explorer-groups.png"))
+        closed = _selected_fill(page)
+        # a double click on layer1 (located at the canvas' centre) opens it: its blocks drawn
+        box = page.locator("webgl-renderer canvas").first.bounding_box()
+        page.mouse.dblclick(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function(f"() => ({_UI_STATE})().deepestExpandedGroupNodeIds"
+                               f".includes({_group('main/layer1')!r})")
+        state = page.evaluate(_UI_STATE)
+        assert state["deepestExpandedGroupNodeIds"] == [_group("main/layer1")], state
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(SHOTS / "model-explorer-groups-open.png"))
+        # drawn open: the selected layer's fill grows from its box to a frame holding two
+        # (3,100 -> 31,900 pixels at 1400 x 900)
+        opened = _selected_fill(page)
+        assert closed < 8000 and opened > 3 * closed, (closed, opened)
+        assert page.get_by_text("Error", exact=True).count() == 0
+        assert page.locator("mat-snack-bar-container").count() == 0
+        assert not page.errors, page.errors
+    finally:
+        _stop(proc)

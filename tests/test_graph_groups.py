@@ -84,7 +84,8 @@ def test_an_onnx_cnn_groups_by_its_node_paths_at_every_step(cnn_trace):
     assert g["lv1_1"].source == ("/features/bn1/BatchNormalization", "/features/relu1/Relu")
     me = g.to_model_explorer()
     spaces = {n["id"]: n["namespace"] for n in me["nodes"]}
-    assert (spaces["input"], spaces["lv"], spaces["gv"]) == ("main", "main/features", "main/head")
+    # the graph is the function: its stages are the top layers Model Explorer opens on
+    assert (spaces["input"], spaces["lv"], spaces["gv"]) == ("", "features", "head")
 
 
 @_NEEDS_DOT

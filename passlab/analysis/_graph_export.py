@@ -1,10 +1,11 @@
 """A :class:`~passlab.analysis.graph.FusedGraph` in Google Model Explorer's JSON graph
 format (the ``graph_builder`` types of the ``ai-edge-model-explorer`` package).
 
-One node per graph node; ``namespace`` is the Relax function, then the backend region
+One graph per Relax function (its ``id``); a node's ``namespace`` is the backend region
 (``Codegen`` cluster) a call sits in, or the source groups (``FusedGraph.groups``: the
-model's node paths, ``main/layer1/layer1.0``) holding it, so that Model Explorer draws
-collapsible layers.
+model's node paths, ``layer1/layer1.0``) holding it, so that Model Explorer draws
+collapsible layers: a ResNet opens as its stages, each one closed box. A node in none is
+at the graph's root (``""``); the function is the graph, not a layer around it.
 Output metadata carries each tensor's name, shape, dtype and bytes; ``attrs`` carry the
 kind, the ops inside a fused kernel, TVM's pattern kind and folded parameters.
 """
@@ -21,15 +22,15 @@ def _kv(key: str, value: Any) -> dict[str, str]:
 
 
 def _namespaces(g: Any) -> dict[str, str]:
-    """Cluster id -> "function/region/subregion" path."""
+    """Cluster id -> "region/subregion" path."""
     by_id = {c.id: c for c in g.clusters}
     out: dict[str, str] = {}
 
     def path(cid: str) -> str:
         if cid not in out:
             c = by_id[cid]
-            parent = path(c.parent) if c.parent in by_id else g.function
-            out[cid] = f"{parent}/{c.label.replace('/', '_')}"
+            label = c.label.replace("/", "_")
+            out[cid] = f"{path(c.parent)}/{label}" if c.parent in by_id else label
         return out[cid]
 
     for cid in by_id:
@@ -38,7 +39,7 @@ def _namespaces(g: Any) -> dict[str, str]:
 
 
 def _group_spaces(g: Any) -> dict[str, str]:
-    """Node id -> "function/layer1/layer1.0": the source groups (``g.groups``, outermost
+    """Node id -> "layer1/layer1.0": the source groups (``g.groups``, outermost
     first) holding it, so that Model Explorer collapses a block into one layer."""
     by_id = {grp.id: grp for grp in getattr(g, "groups", ())}
     out: dict[str, str] = {}
@@ -46,7 +47,7 @@ def _group_spaces(g: Any) -> dict[str, str]:
         chain = [grp]
         while chain[-1].parent in by_id:
             chain.append(by_id[chain[-1].parent])
-        path = "/".join([g.function] + [c.label.replace("/", "_") for c in reversed(chain)])
+        path = "/".join(c.label.replace("/", "_") for c in reversed(chain))
         for nid in grp.nodes:
             if nid not in out or out[nid].count("/") < path.count("/"):
                 out[nid] = path
@@ -96,8 +97,7 @@ def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
         nodes.append({
             "id": n.id, "label": n.label if n.kind not in ("input", "weight", "constant")
             else n.id,
-            "namespace": spaces.get(n.cluster, g.function) if n.cluster
-            else groups.get(n.id, g.function),
+            "namespace": spaces.get(n.cluster, "") if n.cluster else groups.get(n.id, ""),
             "attrs": attrs, "incomingEdges": edges, "outputsMetadata": meta,
             "inputsMetadata": inputs_meta,
         })

@@ -59,7 +59,7 @@ def _grouped(g: Any, step: Step, provs: dict[int, Any]) -> Any:
     if key not in provs:
         try:
             provs[key] = provenance(trace) if has_sources(trace) else None
-        except Exception:  # noqa: BLE001 - no provenance: namespaces by function only
+        except Exception:  # noqa: BLE001 - no provenance: no source namespaces
             provs[key] = None
     return g if provs[key] is None else g.with_sources(provs[key], step)
 

@@ -5,7 +5,8 @@ Every analysis and the type of its result, in one namespace:
 * :func:`diff` -> :class:`ModuleDiff` of :class:`FunctionDiff` (per-function IR diffs);
 * :func:`fused_graph` -> :class:`FusedGraph` of :class:`Node`, :class:`Edge`,
   :class:`Cluster` (operators, kernels and the tensors between them); :func:`kernel_flops`
-  (TVM's FLOP estimate of each kernel of a graph);
+  (TVM's FLOP estimate of each kernel of a graph) and :func:`kernel_times` (each kernel's
+  time per run in a :class:`~passlab.research.profile.Profile`);
 * :func:`buffers` -> :class:`BufferReport` of :class:`Tensor` and :class:`Allocation`
   (intermediate tensors, liveness peak, the memory plan);
 * :func:`pass_table` -> :class:`PassTable` (one row per pass, with IR lines and peak);
@@ -32,7 +33,15 @@ from passlab.analysis._explain_steps import Explanation, explain_step
 from passlab.analysis.buffers import Allocation, BufferReport, Tensor, buffers
 from passlab.analysis.diff import FunctionDiff, ModuleDiff, diff
 from passlab.analysis.explain import Card, cards, explain
-from passlab.analysis.graph import Cluster, Edge, FusedGraph, Node, fused_graph, kernel_flops
+from passlab.analysis.graph import (
+    Cluster,
+    Edge,
+    FusedGraph,
+    Node,
+    fused_graph,
+    kernel_flops,
+    kernel_times,
+)
 from passlab.analysis.partitions import (
     BackendComparison,
     Coverage,
@@ -48,7 +57,7 @@ from passlab.analysis.table import PassTable, pass_table
 
 __all__ = [
     "diff", "ModuleDiff", "FunctionDiff",
-    "fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops",
+    "fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops", "kernel_times",
     "buffers", "BufferReport", "Tensor", "Allocation",
     "pass_table", "PassTable",
     "partitions", "PartitionReport", "Region", "OpCall", "Crossing", "Coverage",

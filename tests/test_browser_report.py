@@ -150,3 +150,35 @@ def test_a_failed_build_opens_on_the_failing_pass(tmp_path, new_page, expect):
     page.locator(".pl-failure button.pl-goto").click()
     expect(root.locator(".plx-row.selected .plx-label")).to_have_text(FAILING)
     assert page.errors == []
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_report_of_a_real_model(tmp_path_factory, new_page, expect, dark):
+    """The report of tests/corpus.py's ONNX ResNet-18 (torchvision's, weights as graph
+    inputs): the graph after FuseTIR has no weight node and is drawn in its source groups
+    (the report opens them all: nothing to click offline), the provenance table names the
+    ONNX nodes. Screenshots docs/screenshots/real-report-1400[-dark].png (the README's)."""
+    import corpus
+
+    if not (corpus.TORCHVISION_DIR / "torchvision").is_dir():
+        pytest.skip(f"no torchvision in {corpus.TORCHVISION_DIR}: `make` installs it")
+    pytest.importorskip("onnxruntime", reason="needs passlab[onnx]")
+    path = tmp_path_factory.getbasetemp() / "real" / "resnet18.html"
+    if not path.exists():
+        corpus.build("onnx_resnet18").build.trace.write_report(path, title="resnet18.onnx")
+    page = _open(new_page, path, dark=dark)
+    root = page.locator("#plx-root .plx")
+    _row(root, "FuseTIR").click()
+    root.locator(".plx-tab[data-tab=graph]").click()
+    graph = root.locator(".plx-pane-graph")
+    expect(graph.locator("g.node").first).to_be_visible()
+    titles = graph.locator("g.node > title").evaluate_all("els => els.map(e => e.textContent)")
+    assert titles and not any(t.startswith("onnx::") for t in titles), titles[:20]
+    assert graph.locator("g.cluster").count() >= 4  # the stages, drawn open
+    expect(graph.locator(".plx-graph-groups")).to_contain_text("each drawn open as a frame")
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(SHOTS / f"real-report-1400{'-dark' if dark else ''}.png"))
+    root.locator(".plx-tab[data-tab=provenance]").click()
+    expect(root.locator(".plx-pane-provenance")).to_contain_text("/layer1/layer1.0/")
+    assert page.errors == []
+    assert all(u.startswith("file:") for u in page.requests), page.requests

@@ -99,6 +99,7 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     every group (a static page, where nothing can be clicked open)."""
     marks = dict(marks or {})
     groups = getattr(g, "groups", ())
+    static = opened is None
     if opened is None:
         opened = [grp.id for grp in groups]
     for grp in groups:  # a closed group is marked when a call inside it is
@@ -114,8 +115,11 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
         shut = sum(1 for grp in groups if grp.id not in set(opened))
         head.append(f'<div class="plx-graph-groups">grouped by the model\'s node paths: '
                     f"{len(top)} top-level group{'s' if len(top) != 1 else ''} "
-                    f"({len(groups)} in all, {shut} closed); click a double-framed box to "
-                    "open it, the name of a frame to close it</div>")
+                    f"({len(groups)} in all, {shut} closed); "
+                    + ("each drawn open as a frame (passlab.Explorer folds them into boxes "
+                       "that a click opens)" if static else
+                       "click a double-framed box to open it, the name of a frame to close it")
+                    + "</div>")
     if against is not None:
         counts = {k: sum(v == k for v in marks.values()) for k in ("new", "rewritten")}
         parts = [f'<span class="plx-mark plx-mark-{k}">{k}</span> {c}' for k, c in counts.items()]

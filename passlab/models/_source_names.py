@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -139,18 +139,7 @@ def attach(mod: Any, results: Sequence[tuple[Any, str]], function: str = "main")
     if not owners:
         return mod
 
-    def rebind(b: Any) -> Any:
-        names = owners.get(b.var.id_)
-        if names is None:
-            return b
-        if isinstance(b, relax.MatchCast):
-            return relax.MatchCast(b.var, b.value, b.ty, _span(names))
-        return relax.VarBinding(b.var, b.value, _span(names))
-
-    blocks = [type(block)([rebind(b) for b in block.bindings], block.span)
-              for block in func.body.blocks]
-    body = relax.SeqExpr(blocks, func.body.body, func.body.span)
-    new = relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
+    new = _respanned(func, lambda b: owners.get(b.var.id_))
     new = relax.BlockBuilder().normalize(new)  # the new body's type, as the old one's
     if not _tvm.structural_equal(new, func):
         return mod
@@ -172,12 +161,18 @@ def relabel(func: Any, names: Mapping[str, Sequence[str]]) -> Any:
     """``func`` with the span of each binding named in ``names`` (binding name -> source
     names, as :func:`source_names` returns them) written again: for a function a rewrite
     rebuilt (renamed symbolic variables), whose bindings kept their names, not spans."""
-    relax = _tvm.relax()
     if not names:
         return func
+    return _respanned(func, lambda b: names.get(str(b.var.name)))
+
+
+def _respanned(func: Any, names_of: Callable[[Any], Sequence[str] | None]) -> Any:
+    """``func`` rebuilt with each binding for which ``names_of`` gives source names
+    spanned by them; the other bindings as they were."""
+    relax = _tvm.relax()
 
     def rebind(b: Any) -> Any:
-        found = names.get(str(b.var.name))
+        found = names_of(b)
         if not found:
             return b
         if isinstance(b, relax.MatchCast):

@@ -1,4 +1,4 @@
-"""Put data inside one HTML file safely: JSON data blocks, optional gzip, inline assets.
+"""Put data inside one HTML file safely: JSON data blocks, optional gzip.
 
 A report keeps each diff and snapshot as a ``<script type="application/json">`` data block
 that the page parses only when it is shown, so a large report still opens at once. Large
@@ -11,13 +11,10 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import re
-from importlib import resources
 
 from passlab._render import esc
 
-__all__ = ["json_for_script", "data_block", "decode_block", "asset", "inline_svg",
-           "ENCODING_GZIP"]
+__all__ = ["json_for_script", "data_block", "decode_block", "ENCODING_GZIP"]
 
 #: ``data-encoding`` of a block holding base64 of gzip-compressed UTF-8 text.
 ENCODING_GZIP = "gzip+base64"
@@ -51,26 +48,3 @@ def decode_block(payload: str, encoding: str | None) -> str:
     if encoding == ENCODING_GZIP:
         return gzip.decompress(base64.b64decode(value)).decode("utf-8")
     return value
-
-
-def asset(name: str) -> str:
-    """A file of ``passlab/views/static`` as text."""
-    return resources.files("passlab.views").joinpath("static").joinpath(name).read_text("utf-8")
-
-
-_SVG_START = re.compile(r"<svg\b", re.IGNORECASE)
-# Namespace declarations are not needed inline in HTML and only look like web links.
-_XMLNS = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
-
-
-def inline_svg(svg: str) -> str:
-    """Graphviz SVG made fit to sit inside HTML: no XML prologue, doctype or comments
-    before the ``<svg>`` element and no namespace declarations. The page's stylesheet
-    caps its width at the page's (``max-width: 100%``)."""
-    m = _SVG_START.search(svg)
-    if m is None:
-        raise ValueError("the layout program's output has no <svg> element")
-    body = svg[m.start():]
-    head_end = body.index(">") + 1
-    head = _XMLNS.sub("", body[:head_end])
-    return head + body[head_end:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from types import SimpleNamespace
 
@@ -131,6 +132,26 @@ def test_bounds_evaluate_symbolic_sizes():
     static = buffers(snapshots("transformer")["CallTIRRewrite"])
     assert (dyn.total_bytes, dyn.peak_bytes) == (static.total_bytes, static.peak_bytes)
     assert len(dyn.allocations) + len(dyn.dynamic_allocations) == len(static.allocations)
+
+
+
+def test_one_analysis_per_module_and_bounds():
+    # every view of the buffers after one pass (the pane, each kernel panel's links, a
+    # report's snapshots) shares one analysis; other bounds or functions are their own
+    cache = importlib.import_module("passlab.analysis.buffers")  # the package's name is the function
+    cache.clear_cache()
+    mod = snapshots("dyn")["StaticPlanBlockMemory"]
+    first = buffers(mod, bounds={"n": 128})
+    assert buffers(mod, bounds={"n": 128}) is first
+    other = buffers(mod, bounds={"n": 16})
+    assert other is not first and other.peak_bytes < first.peak_bytes
+    assert buffers(mod) is not first and buffers(mod).peak_exact is False
+    step = SimpleNamespace(name="StaticPlanBlockMemory", label="StaticPlanBlockMemory #3",
+                           after=mod, before=None)
+    assert buffers(step).source == "StaticPlanBlockMemory #3"  # the label is kept per caller
+    cache.clear_cache()
+    assert buffers(mod, bounds={"n": 128}) is not first
+    assert rows(buffers(mod, bounds={"n": 128})) == rows(first)
 
 
 # ------------------------------------------------------- the peak adds up, everywhere

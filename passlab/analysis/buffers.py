@@ -35,6 +35,8 @@ Examples
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -348,6 +350,59 @@ def buffers(
     mod, _ = _ir.as_module(x)
     names = _ir.select_functions(mod, function, all_when_none=True)
     bounds = _check_bounds(bounds)
+    source = str(getattr(x, "label", "") or getattr(x, "name", "") or "")
+    key = (mod.__chandle__(), tuple(names), tuple(sorted((bounds or {}).items())), source)
+    report = _REPORTS.get(key)
+    if report is None:
+        report = _REPORTS.put(key, mod, _buffers(mod, names, bounds, source))
+    return report
+
+
+class _ReportCache:
+    """LRU of buffer reports keyed by ``(module address, functions, bounds, source)``.
+
+    A report is immutable and a pure function of its module, so every view that shows the
+    buffers after one pass (the pane, each kernel panel's links, a report's snapshots)
+    shares one analysis; each entry holds its module, so the address is not reused while
+    the entry lives."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[tuple[Any, ...], tuple[Any, BufferReport]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> BufferReport | None:
+        with self._lock:
+            entry = self._data.get(key)
+            if entry is None:
+                return None
+            self._data.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], mod: Any, report: BufferReport) -> BufferReport:
+        with self._lock:
+            self._data[key] = (mod, report)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+        return report
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+#: Buffer reports kept: a view shows the buffers after a few passes at a time (the
+#: Explorer's selection and its bounds, a report's key snapshots).
+_REPORTS = _ReportCache(32)
+
+
+def clear_cache() -> None:
+    """Forget every cached buffer report (benchmarks measure a cold analysis with it)."""
+    _REPORTS.clear()
+
+
+def _buffers(mod: Any, names: list[str], bounds: dict[str, int] | None,
+             source: str) -> BufferReport:
     walker = _ir.Walker(mod, bounds=bounds, inline_codegen=False)  # external memory
     walks = [walker.walk(n) for n in names]
     if bounds:
@@ -359,7 +414,6 @@ def buffers(
                 raise unknown("symbolic variable", key, known, "bounds names a dimension "
                               "that no analysed tensor has.")
     symbols = sorted({s for w in walks for v in w.values for s in v.info.size.symbols})
-    source = str(getattr(x, "label", "") or getattr(x, "name", "") or "")
     return _report([_analyse(w, bounds or {}) for w in walks], names, bounds, source, symbols)
 
 

@@ -116,6 +116,55 @@ def test_report_is_the_explorer_offline(tmp_path, resnet_build, new_page, expect
     assert all(u.startswith("file:") for u in page.requests), page.requests
 
 
+_ROWS_JS = """(arg) => {
+  let root = document.querySelector(".plx-pane-diff .passlab-diff");
+  if (arg !== null) {  // Python's own rendering, parsed the same way
+    const t = document.createElement("template");
+    t.innerHTML = arg;
+    root = t.content;
+  }
+  return [...root.querySelectorAll("table.pl-t")].map((table) => [table.className,
+    ...[...table.querySelectorAll("tr")].map((tr) => [tr.className, tr.parentElement.className,
+      ...[...tr.cells].map((td) => `${td.className}|${td.title}|${td.textContent}`)])]);
+}"""
+
+
+def test_unified_layout_is_made_in_the_page(tmp_path, mlp_build, new_page, expect):
+    """A report keeps each diff side by side; the layout select's "unified" is made from
+    it in the page (static/report/unified.js), row for row what Python's unified layout
+    renders: each changed main-chain pass's tables, rows, line numbers, signs and text."""
+    import passlab
+    from passlab.views import report
+
+    trace = mlp_build.trace
+    path = trace.write_report(tmp_path / "mlp.html")
+    page = _open(new_page, path)
+    root = page.locator("#plx-root .plx")
+    changed = [s for s in trace if s.kind == "pass" and s.changed]
+    checked = 0
+    for step in changed:
+        expected = passlab.diff(step).to_html(
+            "unified", max_functions=report.REPORT_FUNCTIONS, highlight=False,
+            max_total_lines=report.REPORT_LINES, anchors="plx-diff")
+        if "truncated" in expected or "not printed" in expected:
+            continue  # unified counts lines, side by side rows: cut in other places
+        if 'class="pl-t pl-unified"' not in expected:
+            continue  # no line changed (both versions print identically)
+        page.evaluate(f"location.hash = '#step-{step.index}'")
+        expect(root.locator(".plx-row.selected")).to_have_attribute("data-index", str(step.index))
+        root.locator("select.plx-mode").select_option("unified")
+        expect(root.locator(".plx-pane-diff table.pl-unified").first).to_be_visible()
+        expect(root.locator(".plx-pane-diff table.pl-sbs")).to_have_count(0)
+        got = page.evaluate(_ROWS_JS, None)
+        assert got == page.evaluate(_ROWS_JS, expected), step.label
+        assert any(r[0] in ("pl-del", "pl-add") for t in got for r in t[1:]), step.label
+        root.locator("select.plx-mode").select_option("side-by-side")
+        expect(root.locator(".plx-pane-diff table.pl-sbs").first).to_be_visible()
+        checked += 1
+    assert checked >= 5, checked
+    assert page.errors == []
+
+
 @pytest.mark.parametrize("width", [1400, 800])
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_report_screenshots(tmp_path_factory, resnet_build, new_page, expect, width, dark):

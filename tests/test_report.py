@@ -164,8 +164,9 @@ def test_pass_list_has_every_main_chain_pass(mlp_report):
 def test_changed_passes_have_diffs_and_unchanged_ones_say_no_change(mlp_report):
     trace, _, page = mlp_report
     changed = [s for s in trace if s.kind == "pass" and s.changed]
-    # one pane per layout (the pane's side by side / unified select)
-    assert ({f"diff:{s.index}:{mode}" for s in changed for mode in ("side-by-side", "unified")}
+    # one pane per pass, side by side: the page makes the unified layout from it
+    # (static/report/unified.js; tests/test_browser_report.py compares it with Python's)
+    assert ({f"diff:{s.index}:side-by-side" for s in changed}
             == {k for k in page.panes if k.startswith("diff:")})
     fuse = trace.find("FuseOps")
     diff_html = page.panes[f"diff:{fuse.index}:side-by-side"]
@@ -173,14 +174,13 @@ def test_changed_passes_have_diffs_and_unchanged_ones_say_no_change(mlp_report):
     # token colours are the page's (plx-untokenized), the functions anchored for the
     # pane's function list
     assert diff_html.startswith('<div class="plx-untokenized">') and 'id="plx-diff-' in diff_html
-    unified = page.panes[f"diff:{fuse.index}:unified"]
-    assert 'class="pl-t pl-unified"' in unified and 'class="pl-t pl-sbs"' not in unified
-    assert 'class="pl-t pl-sbs"' in diff_html
-    # both open on the change: the decorator, signature and func_attr fold
-    for block in (diff_html, unified):
-        assert block.count('aria-label="show 3 unchanged lines">') == 1
+    assert 'class="pl-t pl-sbs"' in diff_html and 'class="pl-t pl-unified"' not in diff_html
+    # it opens on the change: the decorator, signature and func_attr fold
+    assert diff_html.count('aria-label="show 3 unchanged lines">') == 1
+    # a small diff is whole: no first-screen note
+    assert "plx-first-screen" not in diff_html
     row = next(r for r in page.rows if r["label"] == "FoldConstant")
-    assert row["changed"] is False and f"diff:{row['i']}:unified" not in page.panes
+    assert row["changed"] is False and f"diff:{row['i']}:side-by-side" not in page.panes
     # the page's model then says "No change" (tests/test_browser_report.py)
     model_js = Path(passlab.views.__file__).parent / "static" / "report" / "model.js"
     assert "No change: the module after this pass" in model_js.read_text("utf-8")
@@ -337,7 +337,7 @@ def test_failure_panel_highlights_the_failing_pass(failed_report):
     assert f'data-step="{trace.failure.step.index}"' in text  # "show the failing pass"
     assert "broken on purpose" in page.state["failure"]  # the Explorer's failure line
     # Passes before the failure keep their diffs and snapshots.
-    assert f"diff:{trace.find('FuseOps').index}:unified" in page.panes
+    assert f"diff:{trace.find('FuseOps').index}:side-by-side" in page.panes
     calltir = trace.find("CallTIRRewrite").index
     assert f"graph:{calltir}:collapse:none" in page.panes
     assert len({k.split(":")[1] for k in page.panes if k.startswith("graph:")}) == 2  # no
@@ -446,3 +446,29 @@ def test_report_caps_functions_per_diff_and_names_the_rest(mlp_build, tmp_path, 
     assert "shown" not in full and full.count('class="pl-status"') == 8
     assert cli.main(["report", "mlp", "--all-functions", "-o", str(tmp_path / "a.html")]) == 0
     assert "wrote " in capsys.readouterr().out
+
+
+def test_the_cycle_collector_pauses_while_a_report_renders(mlp_build, monkeypatch):
+    # a loaded trace holds some 300,000 objects, which every collection rescans; the
+    # collector comes back as it was, also when rendering fails
+    import gc
+
+    from passlab.views import report
+
+    seen = []
+    real = report._render_report
+    monkeypatch.setattr(report, "_render_report",
+                        lambda *a: seen.append(gc.isenabled()) or real(*a))
+    assert gc.isenabled()
+    assert "FuseOps" in report.render_report(mlp_build.trace)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        report.render_report(mlp_build.trace)
+        assert seen == [False, False] and not gc.isenabled()  # the user's choice stays
+    finally:
+        gc.enable()
+    monkeypatch.setattr(report, "_render_report", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        report.render_report(mlp_build.trace)
+    assert gc.isenabled()

@@ -79,7 +79,7 @@ def test_report_of_20000_main_chain_steps_is_bounded(saved, tmp_path):
     assert seconds < 40, f"{seconds:.1f} s"  # 7.6 s on a loaded 2-core machine; 385 s before
     data, kept = read_report(html)
     assert sum(r["kind"] == "pass" for r in data["state"]["steps"]) == report.REPORT_PASSES
-    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in kept) == report.REPORT_PASSES
+    assert sum(k.startswith("diff:") and k.endswith(":side-by-side") for k in kept) == report.REPORT_PASSES
     assert sum(k.startswith("explain:") for k in kept) == report.REPORT_PASSES
     assert ("19,600 more steps after #399 Pass0#57 (19,600 main-chain passes) are not "
             "listed, diffed or explained: a report covers the first 400 main-chain passes; "
@@ -98,7 +98,7 @@ def test_report_full_writes_every_step(saved, tmp_path, monkeypatch):
     assert len(rows(capped)) == 10 and "20 more steps after #9" in capped
     full = report.render_report(trace, full=True)
     assert len(rows(full)) == 30 and "more steps after" not in full
-    assert sum(k.startswith("diff:") and k.endswith(":unified") for k in read_report(full)[1]) == 30
+    assert sum(k.startswith("diff:") and k.endswith(":side-by-side") for k in read_report(full)[1]) == 30
 
 
 def test_diff_html_bounds_the_lines_of_all_functions_together(mlp_build):
@@ -159,7 +159,12 @@ def test_report_diff_blocks_are_first_screens_unless_full(mlp_build, monkeypatch
     # pane's function list)
     assert (capped.count("data-fn="), capped.count("<li data-fn=")) == (8, 5)
     assert "(the first 30 diff lines)" in capped
-    assert block(report.render_report(trace, full=True)).count("data-fn=") == 8
+    # the page says what the first screen left out, and how to keep it
+    assert ('<div class="plx-note plx-first-screen">This report keeps the first screen of '
+            "each pass's diff; written with full=True (passlab report --full) it keeps every "
+            "changed function whole") in capped
+    whole = block(report.render_report(trace, full=True))
+    assert whole.count("data-fn=") == 8 and "plx-first-screen" not in whole
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,16 @@ The report is the Explorer's front end over a static model (``static/report/mode
 This module writes what that model reads: the widget's traits for the page's first view,
 and one data block per pane the report keeps, each rendered by the pane renderer the
 Explorer uses (:class:`passlab.views.explorer_panes.PaneRenderer`), keyed as the model
-looks them up (``"diff:<step>:<mode>"``, ``"graph:<step>:<params>:<overlay>"``, ...).
-What it does not keep (a diff past :data:`~passlab.views.report.REPORT_PASSES`, the graph
-after an arbitrary pass, Compare, Edit) the page names in a note.
+looks them up (``"diff:<step>:side-by-side"``, of which the page makes the unified
+layout; ``"graph:<step>:<params>:<overlay>"``, ...). A diff holds the first screen of
+its pass, as the Explorer's first view prints it; what it does not keep (the rest of a
+diff, one past :data:`~passlab.views.report.REPORT_PASSES`, the graph after an arbitrary
+pass, Compare, Edit) the page names in a note; ``full=True`` keeps whole diffs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -29,6 +32,8 @@ __all__ = ["Bounds", "ReportData", "report_data", "CODE_LINES", "OVERLAYS", "PAR
 
 #: Lines of a kernel's TIR and of its generated code kept per kernel.
 CODE_LINES = 400
+#: The one diff layout a report keeps (the page makes the other from it).
+DIFF_LAYOUT = "side-by-side"
 #: Panes longer than this (characters) are kept gzip-compressed: most of a report is diffs
 #: of a few KiB each, which shrink about tenfold.
 COMPRESS_OVER = 2_000
@@ -138,29 +143,75 @@ def _explains(data: ReportData, trace: Trace, steps: Iterable[Step]) -> None:
 
 def _diffs(data: ReportData, renderer: panes.PaneRenderer, steps: list[Step],
            bounds: Bounds) -> None:
-    """Both layouts of each step's diff, without token colours (the page colours the one
-    shown: a report would be seconds slower to write otherwise)."""
+    """Each step's diff side by side, without token colours (the page colours the one
+    shown, and makes the unified layout from this one: ``static/report/unified.js``; a
+    report would be seconds slower to write otherwise): its first screen, as the
+    Explorer's first view prints it, unless ``bounds.full``."""
     diffs: dict[int, Any] = {}
     for s in steps:
         try:
             diffs[s.index] = renderer.module_diff(s.index)
         except Exception as exc:  # noqa: BLE001
             diffs[s.index] = exc
-    # print every function the diffs show in parallel threads first (most of the time)
-    ir_text.prefetch((d for d in diffs.values() if not isinstance(d, Exception)),
-                     bounds.max_functions)
+    good = {i: d for i, d in diffs.items() if not isinstance(d, Exception)}
+    cut: set[int] = set()
+    if bounds.full:
+        ir_text.prefetch(good.values(), bounds.max_functions)
+    else:
+        good, cut = _first_screens(good, bounds)
     for s in steps:
-        for mode in panes.DIFF_MODES:
-            try:
-                d = diffs[s.index]
-                if isinstance(d, Exception):
-                    raise d
-                markup = d.to_html(mode, max_functions=bounds.max_functions, highlight=False,
-                                   max_total_lines=bounds.max_lines, anchors="plx-diff")
-                markup = f'<div class="plx-untokenized">{markup}</div>'
-            except Exception as exc:  # noqa: BLE001
-                markup = error_panel(exc, f"the diff of {s.label}", style=False)
-            data.add(f"diff:{s.index}:{mode}", markup)
+        d = good.get(s.index, diffs[s.index])
+        try:
+            if isinstance(d, Exception):
+                raise d
+            markup = d.to_html(DIFF_LAYOUT, max_functions=bounds.max_functions, highlight=False,
+                               max_total_lines=bounds.max_lines, anchors="plx-diff")
+            note = FIRST_SCREEN_NOTE if s.index in cut else ""
+            markup = f'<div class="plx-untokenized">{markup}{note}</div>'
+        except Exception as exc:  # noqa: BLE001
+            markup = error_panel(exc, f"the diff of {s.label}", style=False)
+        data.add(f"diff:{s.index}:{DIFF_LAYOUT}", markup)
+
+
+#: Said under a diff that its first screen cut (the functions or lines past it are
+#: named above, not printed).
+FIRST_SCREEN_NOTE = ('<div class="plx-note plx-first-screen">This report keeps the first '
+                     "screen of each pass's diff; written with full=True (passlab report "
+                     "--full) it keeps every changed function whole, or open the trace in "
+                     "passlab.Explorer(trace).</div>")
+#: Functions printed per diff and round by :func:`_first_screens` (the printer's threads
+#: take one round's functions of every diff at once).
+_BATCH = 2
+
+
+def _first_screens(diffs: dict[int, Any], bounds: Bounds) -> tuple[dict[int, Any], set[int]]:
+    """Each diff as its first screen prints it (:meth:`ModuleDiff.first_screen`: a huge
+    Relax function cut to its first binding region), its functions printed a few at a
+    time until ``bounds.max_lines`` diff rows are spent: a late TIR pass rewrites every
+    kernel, and the first screen holds a few of them. Printing is most of a report's
+    time. Returns the first screens and the steps whose diff they cut."""
+    from passlab.analysis._diff_render import row_total
+    from passlab.analysis.diff import MAX_LINES
+
+    views = {i: d.first_screen(bounds.max_functions) for i, d in diffs.items()}
+    shown = {i: v.functions[:bounds.max_functions] for i, v in views.items()}
+    printed = dict.fromkeys(views, 0)
+    lines = dict.fromkeys(views, 0)
+    budget = bounds.max_lines
+    while True:
+        todo = [i for i in views if printed[i] < len(shown[i])
+                and (budget is None or lines[i] <= budget)]
+        if not todo:
+            break
+        batches = {i: shown[i][printed[i]:printed[i] + _BATCH] for i in todo}
+        ir_text.prefetch(dataclasses.replace(views[i], functions=b)
+                         for i, b in batches.items())
+        for i, batch in batches.items():  # as to_html(max_total_lines=) counts them
+            lines[i] += sum(min(row_total(fd, True), MAX_LINES) for fd in batch)
+            printed[i] += len(batch)
+    cut = {i for i, v in views.items() if v.regions or printed[i] < len(v.functions)
+           or (budget is not None and lines[i] > budget)}
+    return views, cut
 
 
 def _kernels(renderer: panes.PaneRenderer, index: int, params: str,

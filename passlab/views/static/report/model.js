@@ -7,6 +7,7 @@
 // escaped; notes are built with textContent.
 
 import { readBlock } from "./blocks.js";
+import { unifiedFromSideBySide } from "./unified.js";
 
 const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
@@ -59,7 +60,8 @@ export function visibleSteps(rows, { changed_only, stage, search, show_inner }) 
 
 // `state`: the Explorer's traits; `data`: { blocks: {key: block id}, notes: {name: text},
 // drawn: [[step, name], ...] (the steps whose graph and buffers are kept) }
-// (passlab/views/report.py writes both). Keys: "explain:<i>", "diff:<i>:<mode>",
+// (passlab/views/report.py writes both). Keys: "explain:<i>", "diff:<i>:side-by-side"
+// (the unified layout is made from it),
 // "graph:<i>:<params>:<overlay>", "buffers:<i>", "provenance:<i>", "pipeline",
 // "kernels:<i>:collapse" (a JSON object: node id -> [title, text, links, code title,
 // code]).
@@ -81,6 +83,18 @@ export function staticModel(state, data) {
   };
   const block = async (key) => (key in blocks ? readBlock(blocks[key]) : null);
 
+  // a report keeps each diff side by side; the unified layout is made from it, once
+  const unified = new Map();
+  async function diffHtml(i, mode) {
+    const kept = await block(`diff:${i}:${mode}`);
+    if (kept !== null || mode !== "unified") return kept;
+    if (!unified.has(i)) {
+      const sbs = await block(`diff:${i}:side-by-side`);
+      unified.set(i, sbs === null ? null : unifiedFromSideBySide(sbs));
+    }
+    return unified.get(i);
+  }
+
   async function paneHtml(tab) {
     const i = state.selected;
     if (tab === "pipeline") return (await block("pipeline")) ?? note(notes.pipeline || "");
@@ -89,7 +103,7 @@ export function staticModel(state, data) {
     const row = rowOf().get(i);
     if (!row) return note("Select a pass in the list to see what it did.");
     if (tab === "diff") {
-      const html = await block(`diff:${i}:${state.diff_mode}`);
+      const html = await diffHtml(i, state.diff_mode);
       if (html !== null) return html;
       if (row.failed) return note(state.failure || "this pass failed", "plx-warn");
       if (!row.changed) return note("No change: the module after this pass is the module it received.");

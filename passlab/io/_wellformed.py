@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,8 +17,8 @@ __all__ = ["check_loaded"]
 
 
 def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) -> list[str]:
-    """TVM's well-formedness checks on every distinct function of ``modules``, in a
-    forked child process where the platform has ``fork``.
+    """TVM's well-formedness checks on every distinct function of ``modules``, in forked
+    child processes where the platform has ``fork`` (one per core for many functions).
 
     Runs after :func:`check_ir_graph` (so the checkers meet no null and no object of the
     wrong type) and before any view prints or hashes the IR: a graph can be well typed and
@@ -42,6 +43,42 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
             if why is not None:
                 raise what(f"{where} is not well formed ({why})")
         return []
+    shares = _shares(len(funcs))
+    children = [_start(funcs, share) for share in shares]
+    outputs = _collect(children)
+    for out, status in outputs:  # a crash first, whichever child it was in
+        _check_status(funcs, out, status, what)
+    bad: dict[int, str] = {}
+    unprintable: dict[int, str] = {}
+    for out, _ in outputs:
+        for line in out:
+            kind, _, rest = line.partition(" ")
+            number, _, why = rest.partition(" ")
+            if kind in ("bad", "unprintable"):
+                (bad if kind == "bad" else unprintable)[int(number)] = why
+    if unprintable:  # a view would raise TVM's error: refuse the file here
+        n = min(unprintable)
+        raise what(f"{funcs[n][0]} is not well formed ({bad.get(n, '?')}) and TVM cannot "
+                   f"print or hash it ({unprintable[n]})")
+    return [f"{funcs[n][0]} is not well formed by TVM's check ({bad[n]})" for n in sorted(bad)]
+
+
+def _shares(count: int) -> list[range]:
+    """Which functions each child checks: one child, or one per core (up to 4) for many
+    functions, interleaved so that each gets some of the large ones."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    k = max(1, min(cores, 4, count // _PER_CHILD))
+    return [range(c, count, k) for c in range(k)]
+
+
+#: Fewer functions than this per child are not worth a fork of their own.
+_PER_CHILD = 64
+
+
+def _start(funcs: Sequence[tuple[str, Any]], share: range) -> tuple[int, int]:
+    """Fork a child that checks ``funcs[n]`` for each ``n`` of ``share``; its pid and the
+    pipe it reports on ("at N", "bad N why", "print N", "unprintable N why")."""
     read, write = os.pipe()
     with warnings.catch_warnings():  # Python 3.12 warns about fork in threaded processes
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -53,7 +90,8 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 2)  # TVM's crash handler would print a C++ back trace
             code = 0
-            for n, (_, func) in enumerate(funcs):
+            for n in share:
+                func = funcs[n][1]
                 os.write(write, f"at {n}\n".encode())
                 why = _ill_formed(func)
                 if why is not None:
@@ -67,9 +105,31 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
         finally:
             os._exit(code)
     os.close(write)
-    with os.fdopen(read, "rb") as fh:
-        lines = fh.read().decode(errors="replace").splitlines()
-    _, status = os.waitpid(pid, 0)
+    return pid, read
+
+
+def _collect(children: list[tuple[int, int]]) -> list[tuple[list[str], int]]:
+    """Each child's report lines and exit status, its pipe read while the others run (a
+    full pipe would stop a child)."""
+    def drain(fd: int) -> list[str]:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read().decode(errors="replace").splitlines()
+
+    texts: dict[int, list[str]] = {}
+    readers = [threading.Thread(target=lambda n=n, fd=fd: texts.__setitem__(n, drain(fd)),
+                                daemon=True) for n, (_, fd) in enumerate(children[1:], 1)]
+    for r in readers:
+        r.start()
+    texts[0] = drain(children[0][1])
+    for r in readers:
+        r.join()
+    return [(texts[n], os.waitpid(pid, 0)[1]) for n, (pid, _) in enumerate(children)]
+
+
+def _check_status(funcs: Sequence[tuple[str, Any]], lines: list[str], status: int,
+                  what: Callable[[str], TraceFileError]) -> None:
+    """Raise ``what(...)`` when a child crashed (naming the function it was on) or
+    failed."""
     last = lines[-1].split(" ", 2) if lines else ["", "-1"]
     where = funcs[int(last[1])][0] if 0 <= int(last[1]) < len(funcs) else "a function"
     if os.WIFSIGNALED(status):
@@ -82,19 +142,6 @@ def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) 
         raise what(f"{where} crashes TVM's well-formedness check ({sig})")
     if os.WEXITSTATUS(status) != 0:
         raise what(f"checking {where} failed (status {os.WEXITSTATUS(status)})")
-    notes = []
-    for line in lines:
-        kind, _, rest = line.partition(" ")
-        if kind == "unprintable":  # a view would raise TVM's error: refuse it here
-            number, _, err = rest.partition(" ")
-            why = next((x.split(" ", 2)[2] for x in lines if x.startswith(f"bad {number} ")),
-                       "?")
-            raise what(f"{funcs[int(number)][0]} is not well formed ({why}) and TVM cannot "
-                       f"print or hash it ({err})")
-        if kind == "bad":
-            number, _, why = rest.partition(" ")
-            notes.append(f"{funcs[int(number)][0]} is not well formed by TVM's check ({why})")
-    return notes
 
 
 def _print_and_hash(func: Any) -> str | None:

@@ -148,7 +148,9 @@ def test_one_analysis_per_module_and_bounds():
     assert buffers(mod) is not first and buffers(mod).peak_exact is False
     step = SimpleNamespace(name="StaticPlanBlockMemory", label="StaticPlanBlockMemory #3",
                            after=mod, before=None)
-    assert buffers(step).source == "StaticPlanBlockMemory #3"  # the label is kept per caller
+    by_step = buffers(step, bounds={"n": 128})  # the same analysis, the step's label
+    assert by_step.source == "StaticPlanBlockMemory #3" and first.source == ""
+    assert by_step.tensors is first.tensors
     cache.clear_cache()
     assert buffers(mod, bounds={"n": 128}) is not first
     assert rows(buffers(mod, bounds={"n": 128})) == rows(first)

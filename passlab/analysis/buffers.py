@@ -351,20 +351,21 @@ def buffers(
     names = _ir.select_functions(mod, function, all_when_none=True)
     bounds = _check_bounds(bounds)
     source = str(getattr(x, "label", "") or getattr(x, "name", "") or "")
-    key = (mod.__chandle__(), tuple(names), tuple(sorted((bounds or {}).items())), source)
+    key = (mod.__chandle__(), tuple(names), tuple(sorted((bounds or {}).items())))
     report = _REPORTS.get(key)
     if report is None:
         report = _REPORTS.put(key, mod, _buffers(mod, names, bounds, source))
-    return report
+    # the analysis is the module's; the label is the caller's (a step's, or none)
+    return report if report.source == source else replace(report, source=source)
 
 
 class _ReportCache:
-    """LRU of buffer reports keyed by ``(module address, functions, bounds, source)``.
+    """LRU of buffer reports keyed by ``(module address, functions, bounds)``.
 
     A report is immutable and a pure function of its module, so every view that shows the
-    buffers after one pass (the pane, each kernel panel's links, a report's snapshots)
-    shares one analysis; each entry holds its module, so the address is not reused while
-    the entry lives."""
+    buffers after one pass (the pane, each kernel panel's links, a report's snapshots,
+    the peak across the pipeline) shares one analysis, asked for by module or by step;
+    each entry holds its module, so the address is not reused while the entry lives."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize

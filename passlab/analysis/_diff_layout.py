@@ -8,6 +8,7 @@ Works on any object with the attributes of ``FunctionDiff`` (duck-typed).
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from typing import Any
 
@@ -129,9 +130,17 @@ def pair_lines(old: list[str], new: list[str]) -> list[tuple[int | None, int | N
     distinct tokens the paired lines share (two lines pair when they bind the same name or
     share half the distinct tokens of the longer one; the same name counts extra), so a binding whose
     operand was renamed sits beside its old self however many lines were removed before
-    it."""
+    it. Memoized: a block's rows are counted for a first screen's budget, then laid out
+    (a report pairs each block about four times)."""
+    return list(_pairs(tuple(old), tuple(new), PAIR_CELLS))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pairs(old: tuple[str, ...], new: tuple[str, ...],
+           cells: int) -> tuple[tuple[int | None, int | None], ...]:
     ka, kb = [_key(x) for x in old], [_key(x) for x in new]
-    if len(old) * len(new) > PAIR_CELLS:
+    if len(old) * len(new) > cells:
+        return tuple(_by_name(ka, kb))
         return _by_name(ka, kb)
     # distinct tokens: set intersection runs in C (a Counter's was most of a first view)
     ta = [frozenset(_WORD.findall(x)) for x in old]
@@ -167,4 +176,4 @@ def pair_lines(old: list[str], new: list[str]) -> list[tuple[int | None, int | N
     pairs.extend((k, None) for k in range(i - 1, -1, -1))
     pairs.extend((None, k) for k in range(j - 1, -1, -1))
     pairs.reverse()
-    return pairs
+    return tuple(pairs)

@@ -51,9 +51,10 @@ def prefetch(diffs: Iterable[Any], max_functions: int | None = None) -> int:
 
 
 def clear_caches() -> None:
-    """Forget every printed function and every rendered diff block (a cold first view,
-    as the benchmarks measure it)."""
-    from passlab.analysis import _diff_render
+    """Forget every printed function, every rendered diff block and every block's line
+    pairing (a cold first view, as the benchmarks measure it)."""
+    from passlab.analysis import _diff_layout, _diff_render
 
     printing.clear_cache()
     _diff_render.BLOCKS.clear()
+    _diff_layout._pairs.cache_clear()

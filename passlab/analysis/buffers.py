@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -364,12 +365,14 @@ class _ReportCache:
 
     A report is immutable and a pure function of its module, so every view that shows the
     buffers after one pass (the pane, each kernel panel's links, a report's snapshots,
-    the peak across the pipeline) shares one analysis, asked for by module or by step;
-    each entry holds its module, so the address is not reused while the entry lives."""
+    the peak across the pipeline) shares one analysis, asked for by module or by step.
+    An entry refers to its module weakly (the cache must not keep a closed Explorer's
+    trace alive) and counts only while that module lives: a dead module's address may be
+    reused by another, so its entry is dropped when looked up."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[tuple[Any, ...], tuple[Any, BufferReport]] = OrderedDict()
+        self._data: OrderedDict[tuple[Any, ...], tuple[weakref.ref[Any], BufferReport]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...]) -> BufferReport | None:
@@ -377,12 +380,15 @@ class _ReportCache:
             entry = self._data.get(key)
             if entry is None:
                 return None
+            if entry[0]() is None:  # its module is gone; the address means nothing now
+                del self._data[key]
+                return None
             self._data.move_to_end(key)
             return entry[1]
 
     def put(self, key: tuple[Any, ...], mod: Any, report: BufferReport) -> BufferReport:
         with self._lock:
-            self._data[key] = (mod, report)
+            self._data[key] = (weakref.ref(mod), report)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
         return report

@@ -29,7 +29,7 @@ function sign(text, title) {
   return td;
 }
 
-function row(cls, ...cells) {
+function unifiedRow(cls, ...cells) {
   const tr = document.createElement("tr");
   if (cls) tr.className = cls;
   tr.append(...cells);
@@ -57,7 +57,7 @@ function unifyBody(body) {
     const [lnA, a, lnB, b] = cells;
     if (tr.classList.contains("pl-folded")) {
       flush();
-      out.append(row("pl-folded", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
+      out.append(unifiedRow("pl-folded", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
         cell("pl-code", a.innerHTML)));
       continue;
     }
@@ -65,18 +65,18 @@ function unifyBody(body) {
       .some((k) => c.classList.contains(k)));
     if (!changed) {
       flush();
-      out.append(row("", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
+      out.append(unifiedRow("", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
         cell("pl-code", a.innerHTML)));
       continue;
     }
     if (!a.classList.contains(EMPTY)) {
       const moved = a.classList.contains("pl-move");
-      dels.push(row(moved ? "pl-move" : "pl-del", lineNo(lnA.textContent), lineNo(""),
+      dels.push(unifiedRow(moved ? "pl-move" : "pl-del", lineNo(lnA.textContent), lineNo(""),
         sign(moved ? "<" : "-", moved ? "moved from here" : ""), cell("pl-code", a.innerHTML)));
     }
     if (!b.classList.contains(EMPTY)) {
       const moved = b.classList.contains("pl-move");
-      ins.push(row(moved ? "pl-move" : "pl-add", lineNo(""), lineNo(lnB.textContent),
+      ins.push(unifiedRow(moved ? "pl-move" : "pl-add", lineNo(""), lineNo(lnB.textContent),
         sign(moved ? ">" : "+", moved ? "moved here" : ""), cell("pl-code", b.innerHTML)));
     }
   }

@@ -8,22 +8,28 @@ host_finalize, device_finalize, plus codegen for the user's source emitters).
 passes before or after a named pass or at a stage boundary, remove, replace or disable
 passes, and hands TVM one module pass for the Relax stages (``to_pass``) and a TIR
 pipeline registered under a fresh name for each build (``to_tir``).
+
+Edits by position (:class:`Edit`, :meth:`Pipeline.apply_edit`) are how the Explorer's Edit
+pane changes a pipeline: positions index ``list(pipeline)`` because names repeat (the TIR
+pipeline runs ``s_tir.ThreadSync`` three times).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
 from passlab._tvm import tir as _tir
+from passlab._tvm.passinfo import pass_constructors
 from passlab.errors import UserPassError, unknown
 
-__all__ = ["Pipeline", "PassEntry", "Stage", "UserPassError"]
+__all__ = ["EDIT_ACTIONS", "Edit", "Pipeline", "PassEntry", "Stage", "UserPassError",
+           "known_passes"]
 
 #: Name of the single module pass a Pipeline hands to ``relax.build``.
 ROOT_NAME = "passlab.pipeline"
@@ -31,6 +37,51 @@ ROOT_NAME = "passlab.pipeline"
 #: Conveniences served by a higher layer (``with_backend``: :mod:`passlab.backend`),
 #: registered by ``passlab/__init__.py`` so that this module never imports upwards.
 _UPPER: dict[str, Callable[..., Any]] = {}
+
+
+#: What an :class:`Edit` can do to the pass at its position.
+EDIT_ACTIONS = ("disable", "enable", "remove", "up", "down", "insert")
+
+
+def known_passes() -> tuple[str, ...]:
+    """Names of the TVM passes an edit can insert ("FoldConstant", "tirx.VectorizeLoop"):
+    the constructors of ``tvm.relax.transform``, ``tvm.tirx.transform`` and
+    ``tvm.s_tir.transform`` that need no arguments."""
+    return tuple(pass_constructors())
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One pending change: ``action`` (see :data:`EDIT_ACTIONS`) on the pass at
+    ``position`` of ``list(pipeline)``; an insert puts pass ``name`` ``where``
+    ("before"/"after") it. :meth:`Pipeline.apply_edit` applies it."""
+
+    action: str
+    position: int
+    name: str = ""
+    where: str = "after"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Edit:
+        """An edit from the front end's JSON, e.g. ``{"action": "disable", "position": 9}``."""
+        extra = set(d) - {"action", "position", "name", "where"}
+        if extra or not isinstance(d.get("position"), int):
+            raise ValueError(f"an edit is {{'action': str, 'position': int, 'name': str, "
+                             f"'where': 'before' or 'after'}}, not {dict(d)!r}")
+        return cls(str(d.get("action")), d["position"], str(d.get("name", "")),
+                   str(d.get("where", "after")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_text(self, pipeline: Pipeline | None = None) -> str:
+        """e.g. "disable #9 FoldConstant" (the name when ``pipeline`` is given)."""
+        at = f"#{self.position}"
+        if pipeline is not None and 0 <= self.position < len(pipeline):
+            at += f" {pipeline[self.position].name}"
+        if self.action == "insert":
+            return f"insert {self.name} {self.where} {at}"
+        return {"up": "move up", "down": "move down"}.get(self.action, self.action) + " " + at
 
 
 @dataclass(frozen=True)
@@ -322,6 +373,76 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         old = self.all_stages[si].passes
         entry = dataclasses.replace(old[pi], enabled=enabled)
         return self._with(si, old[:pi] + (entry,) + old[pi + 1 :])
+
+    def apply_edit(self, edit: Edit,
+                   registered: Mapping[str, Callable] | None = None) -> Pipeline:
+        """This pipeline with ``edit`` applied (an :class:`Edit` by position; an insert
+        names a function of ``registered`` or a TVM pass made without arguments); a bad
+        edit raises an error that says what would be right."""
+        if edit.action not in EDIT_ACTIONS:
+            raise ValueError(f"unknown edit action {edit.action!r}; actions are "
+                             f"{', '.join(EDIT_ACTIONS)}")
+        si, pi = self.position(edit.position)
+        stages = [s.passes for s in self.all_stages]
+        entry = stages[si][pi]
+        if edit.action in ("disable", "enable"):
+            stages[si] = stages[si][:pi] + (dataclasses.replace(
+                entry, enabled=edit.action == "enable"),) + stages[si][pi + 1:]
+        elif edit.action == "remove":
+            stages[si] = stages[si][:pi] + stages[si][pi + 1:]
+        elif edit.action in ("up", "down"):
+            self._move(stages, si, pi, -1 if edit.action == "up" else 1)
+        else:
+            stages[si] = self._insert_at(stages[si], si, pi, edit, registered or {})
+        pipe = self
+        for k, (stage, passes) in enumerate(zip(self.all_stages, stages)):
+            if passes is not stage.passes:
+                pipe = pipe.with_passes(k, passes)
+        return pipe
+
+    def _move(self, stages: list[tuple[PassEntry, ...]], si: int, pi: int, step: int) -> None:
+        entry = stages[si][pi]
+        moved = dataclasses.replace(entry, note=(entry.note + "; " if entry.note else "")
+                                    + "moved")
+        rest = stages[si][:pi] + stages[si][pi + 1:]
+        to = pi + step
+        if 0 <= to <= len(rest):
+            stages[si] = rest[:to] + (moved,) + rest[to:]
+            return
+        sj = si + step  # across a stage boundary, Relax to Relax or TIR to TIR only
+        relax = len(self.stages)
+        if not 0 <= sj < len(stages) or (si < relax) != (sj < relax):
+            side = "first" if step < 0 else "last"
+            raise ValueError(f"{entry.name!r} is the {side} pass of its "
+                             f"{'Relax' if si < relax else 'TIR'} stages: it cannot move "
+                             f"{'up' if step < 0 else 'down'}; move it the other way, or "
+                             "remove it and insert the pass where you want it")
+        stages[si] = rest
+        stages[sj] = stages[sj] + (moved,) if step < 0 else (moved,) + stages[sj]
+
+    def _insert_at(self, passes: tuple[PassEntry, ...], si: int, pi: int, edit: Edit,
+                   registered: Mapping[str, Callable]) -> tuple[PassEntry, ...]:
+        if edit.where not in ("before", "after"):
+            raise ValueError(f"insert where={edit.where!r}: use 'before' or 'after'")
+        anchor = passes[pi].name
+        if self.all_stages[si].name == _tir.CODEGEN:
+            raise ValueError(f"cannot insert a pass next to {anchor!r}: the codegen stage "
+                             "holds source emitters (IRModule -> str), not passes; insert "
+                             "into a TIR stage (e.g. after a tirx pass) instead")
+        note = f"inserted {edit.where} {anchor}"
+        if edit.name in registered:
+            new = PassEntry(edit.name, registered[edit.name], "user", True, note)
+        else:
+            ctor = pass_constructors().get(edit.name)
+            if ctor is None:
+                raise unknown("pass to insert", edit.name, known_passes(), extra=(
+                    "Insert a TVM pass made without arguments, or register your own with "
+                    "explorer.register_pass(fn, name=...)."))
+            with _tvm.target(self.target):
+                made = ctor()
+            new = PassEntry(_tvm.pass_name(made), made, "user", True, note)
+        at = pi if edit.where == "before" else pi + 1
+        return passes[:at] + (new,) + passes[at:]
 
     def with_backend(self, backend: Any) -> Pipeline:
         """This pipeline with an accelerator backend applied: partitioning by its

@@ -13,10 +13,11 @@ import pytest
 pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
 
 import passlab  # noqa: E402
+from passlab.pipeline import Edit, known_passes  # noqa: E402
 from passlab.research._profile_plot import seconds_text as _seconds  # noqa: E402
 from passlab.research.rerun import Rerun  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
-from passlab.views.explorer_edit import Edit, EditSession, apply_edit, known_passes  # noqa: E402
+from passlab.views.explorer_edit import EditSession  # noqa: E402
 
 
 def peek(mod):
@@ -171,18 +172,18 @@ def test_edits_by_position(mlp_build):
     s = EditSession(mlp_build)
     first_finalize = pipe.names.index(pipe.stage("finalize").passes[0].name)
     # moving the first pass of a stage up puts it at the end of the stage before
-    moved = apply_edit(pipe, Edit("up", first_finalize))
+    moved = pipe.apply_edit(Edit("up", first_finalize))
     assert moved.stage("dataflow_lower").passes[-1].name == pipe[first_finalize].name
     assert moved.stage("dataflow_lower").passes[-1].note == "moved"
-    assert apply_edit(moved, Edit("down", first_finalize)).names == pipe.names
+    assert moved.apply_edit(Edit("down", first_finalize)).names == pipe.names
     with pytest.raises(ValueError, match="first pass of its Relax stages: it cannot move up"):
-        apply_edit(pipe, Edit("up", 0))
+        pipe.apply_edit(Edit("up", 0))
     with pytest.raises(ValueError, match="Relax stages: it cannot move down"):
-        apply_edit(pipe, Edit("down", len(pipe.relax_passes) - 1))
-    assert apply_edit(pipe, Edit("remove", 4)).names == pipe.names[:4] + pipe.names[5:]
-    assert not apply_edit(pipe, Edit("disable", 4))[4].enabled
+        pipe.apply_edit(Edit("down", len(pipe.relax_passes) - 1))
+    assert pipe.apply_edit(Edit("remove", 4)).names == pipe.names[:4] + pipe.names[5:]
+    assert not pipe.apply_edit(Edit("disable", 4))[4].enabled
     # a TVM pass by the name TVM records for it
-    vec = apply_edit(pipe, Edit("insert", 5, "tirx.VectorizeLoop", "before"))
+    vec = pipe.apply_edit(Edit("insert", 5, "tirx.VectorizeLoop", "before"))
     assert vec[5].name == "tirx.VectorizeLoop" and vec[5].note == "inserted before FuseOps"
     assert {"FoldConstant", "tirx.VectorizeLoop", "s_tir.LoopPartition"} <= set(known_passes())
     assert "BindParams" not in known_passes()  # needs arguments

@@ -6,8 +6,8 @@ A run calls :func:`passlab.research.rerun` on the first full build (a re-run's t
 covers only the re-run part, so it cannot be resumed from), which reuses the recorded
 prefix up to the first edited position.
 
-The edits themselves (:class:`Edit`, :func:`apply_edit`: by position in
-``list(pipeline)``) live in :mod:`passlab.views._pipeline_edits`.
+The edits themselves (:class:`~passlab.pipeline.Edit`, by position in ``list(pipeline)``)
+are the pipeline's: :meth:`passlab.Pipeline.apply_edit`.
 
 Examples
 --------
@@ -28,16 +28,16 @@ from typing import Any
 
 from passlab import _render, _tvm
 from passlab.errors import BuildError, first_line
-from passlab.pipeline import PassEntry, Pipeline
+from passlab.pipeline import EDIT_ACTIONS as ACTIONS
+from passlab.pipeline import Edit, PassEntry, Pipeline, known_passes
 from passlab.recording import numbering as _numbering
 from passlab.recording.build import Build, max_abs_diff
 from passlab.research._profile_plot import seconds_text
 from passlab.research.profile import NOISY, paired_end_to_end
 from passlab.research.rerun import Rerun, rerun
-from passlab.views._pipeline_edits import ACTIONS, Edit, apply_edit, known_passes
 
 __all__ = ["ACTIONS", "Edit", "EditSession", "HistoryEntry", "ABResult", "known_passes",
-           "apply_edit", "pane_html", "built_what"]
+           "pane_html", "built_what"]
 
 
 # ------------------------------------------------------------------------ results
@@ -267,7 +267,7 @@ class EditSession:
         """The shown entry's pipeline with the pending edits applied."""
         pipe = self.current.pipeline
         for e in self.pending:
-            pipe = apply_edit(pipe, e, self.registered)
+            pipe = pipe.apply_edit(e, self.registered)
         return pipe
 
     def register(self, fn: Callable, name: str | None = None) -> str:
@@ -286,7 +286,7 @@ class EditSession:
 
     def add(self, edit: Edit) -> None:
         """Queue ``edit`` after checking it applies (else raise, queue unchanged)."""
-        apply_edit(self.pipeline, edit, self.registered)
+        self.pipeline.apply_edit(edit, self.registered)
         self.pending = self.pending + (edit,)
 
     def set_pending(self, edits: list[Any]) -> tuple[Edit, ...]:
@@ -459,7 +459,7 @@ def _pending_html(session: EditSession, pipe: Pipeline) -> str:
     items, at = [], session.current.pipeline
     for e in session.pending:
         items.append(f"<li>{html.escape(e.to_text(at))}</li>")
-        at = apply_edit(at, e, session.registered)
+        at = at.apply_edit(e, session.registered)
     run = ('<button type="button" class="plx-edit-run" data-edit="run"'
            + ("" if session.pending else " disabled") + ">Run</button>")
     if not items:

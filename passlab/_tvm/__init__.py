@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -462,14 +464,17 @@ class ObjectCache:
 
     Python wrappers of one TVM object differ from call to call, so ``id()`` is useless;
     the address is stable. Each entry keeps its objects alive, so that an address
-    cannot be reused by another object while the entry is cached.
+    cannot be reused by another object while the entry is cached. With ``maxsize`` the
+    cache keeps the ``maxsize`` entries used last (for a cache that outlives a trace).
     """
 
-    __slots__ = ("_cache", "_fn")
+    __slots__ = ("_cache", "_fn", "_maxsize", "_lock")
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], maxsize: int | None = None):
         self._fn = fn
-        self._cache: dict[Any, tuple[Any, Any]] = {}
+        self._maxsize = maxsize
+        self._cache: dict[Any, tuple[Any, Any]] = {} if maxsize is None else OrderedDict()
+        self._lock = threading.Lock()
 
     def __call__(self, obj: Any, *more: Any) -> Any:
         key = obj.__chandle__() if not more else (
@@ -477,8 +482,22 @@ class ObjectCache:
         hit = self._cache.get(key)
         if hit is None:
             hit = ((obj, *more), self._fn(obj, *more))
-            self._cache[key] = hit
+            if self._maxsize is None:
+                self._cache[key] = hit
+            else:
+                with self._lock:
+                    self._cache[key] = hit
+                    while len(self._cache) > self._maxsize:
+                        self._cache.popitem(last=False)  # type: ignore[call-arg]
+        elif self._maxsize is not None:
+            with self._lock:
+                if key in self._cache:
+                    self._cache.move_to_end(key)  # type: ignore[attr-defined]
         return hit[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
 
 
 # -------------------------------------------------------------------------- functions

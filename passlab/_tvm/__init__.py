@@ -25,6 +25,7 @@ import functools
 import importlib
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -464,15 +465,22 @@ class ObjectCache:
 
     Python wrappers of one TVM object differ from call to call, so ``id()`` is useless;
     the address is stable. Each entry keeps its objects alive, so that an address
-    cannot be reused by another object while the entry is cached. With ``maxsize`` the
-    cache keeps the ``maxsize`` entries used last (for a cache that outlives a trace).
+    cannot be reused by another object while the entry is cached.
+
+    For a cache that outlives a trace: ``maxsize`` keeps the entries used last, and
+    ``weak=True`` (one object per call) refers to the object weakly instead, so that the
+    cache keeps nothing alive; its entry counts while that Python object lives (a trace's
+    step holds its modules' objects) and is dropped when found dead, since the address may
+    be reused.
     """
 
-    __slots__ = ("_cache", "_fn", "_maxsize", "_lock")
+    __slots__ = ("_cache", "_fn", "_lock", "_maxsize", "_weak")
 
-    def __init__(self, fn: Callable[..., Any], maxsize: int | None = None):
+    def __init__(self, fn: Callable[..., Any], maxsize: int | None = None,
+                 weak: bool = False):
         self._fn = fn
         self._maxsize = maxsize
+        self._weak = weak
         self._cache: dict[Any, tuple[Any, Any]] = {} if maxsize is None else OrderedDict()
         self._lock = threading.Lock()
 
@@ -480,8 +488,11 @@ class ObjectCache:
         key = obj.__chandle__() if not more else (
             obj.__chandle__(), *(m.__chandle__() for m in more))
         hit = self._cache.get(key)
+        if hit is not None and self._weak and hit[0]() is None:
+            hit = None  # that object is gone; the address means nothing now
         if hit is None:
-            hit = ((obj, *more), self._fn(obj, *more))
+            held = weakref.ref(obj) if self._weak else (obj, *more)
+            hit = (held, self._fn(obj, *more))
             if self._maxsize is None:
                 self._cache[key] = hit
             else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from passlab._tvm import is_prim_func, is_relax_function
+from passlab._tvm import ObjectCache, is_prim_func, is_relax_function
 from passlab._tvm.ir_calls import ALLOC_STORAGE, ALLOC_TENSOR, STORAGE_TENSOR, call_target
 from passlab._tvm.ir_types import _tvm, attr, iter_bindings
 
@@ -142,7 +142,12 @@ class Census:
 
 
 def census(mod: Any) -> Census:
-    """Count the calls of every Relax function of ``mod`` (see :class:`Census`)."""
+    """Count the calls of every Relax function of ``mod`` (see :class:`Census`); once per
+    module object (a step's module before is the previous step's after)."""
+    return Census() if mod is None else _CENSUSES(mod)
+
+
+def _census(mod: Any) -> Census:
     _, relax = _tvm()
     ops: Counter = Counter()
     allocs: Counter = Counter()
@@ -180,6 +185,10 @@ def census(mod: Any) -> Census:
                 n["packed"] += 1
     return Census(ops, n["call_tir"], n["fused"], n["kernel"], allocs, n["kills"], n["packed"],
                   n["blocks"], n["prims"], n["fused_fns"])
+
+
+#: Censuses of the modules a view looked at last (weakly: a closed trace's modules go).
+_CENSUSES = ObjectCache(_census, maxsize=64, weak=True)
 
 
 def op_patterns(mod: Any, names: Any) -> Counter:

@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -72,10 +73,18 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
     def _items(self) -> tuple[OpOrigin, ...]:
         return self.ops
 
-    def _by_name(self, name: str) -> OpOrigin:
+    @functools.cached_property
+    def _index(self) -> dict[str, OpOrigin]:
+        # the first operator call of each name (a view looks names up once per link)
+        index: dict[str, OpOrigin] = {}
         for o in self.ops:
-            if o.op == name:
-                return o
+            index.setdefault(o.op, o)
+        return index
+
+    def _by_name(self, name: str) -> OpOrigin:
+        found = self._index.get(name)
+        if found is not None:
+            return found
         raise unknown("operator call", name, [o.op for o in self.ops],
                       extra=f"(bindings of {self.function} in the input)")
 
@@ -96,7 +105,7 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
     def kernels_of(self, op: str) -> tuple[str, ...]:
         """The kernels the operator call ``op`` (a binding name, or a source node name or
         a parent path of some: see :meth:`by_source`) ended up in."""
-        if any(o.op == op for o in self.ops) or not self.sources:
+        if op in self._index or not self.sources:
             return self[op].kernels
         return tuple(dict.fromkeys(k for o in self.by_source(op) for k in o.kernels))
 

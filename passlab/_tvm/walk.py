@@ -91,6 +91,23 @@ def flatten(flow: Any) -> list[Value]:
     return [v for f in flow for v in flatten(f)]
 
 
+#: Expression class -> what :meth:`Walker._eval` does with it. A walk evaluates every
+#: binding and argument (~50,000 on a 32-layer forward), and isinstance on TVM's classes
+#: goes through ABC checks: the class is looked at once.
+_KINDS: dict[type, str] = {}
+
+
+def _expr_kind(cls: type) -> str:
+    kind = _KINDS.get(cls)
+    if kind is None:
+        tvm, relax = _tvm()
+        kinds = ((relax.Var, "var"), (relax.Tuple, "tuple"), (relax.TupleGetItem, "get"),
+                 (tvm.ir.expr.GenericConst, "const"), (relax.Call, "call"),
+                 ((relax.If, relax.SeqExpr), "control"))
+        kind = _KINDS[cls] = next((k for c, k in kinds if issubclass(cls, c)), "other")
+    return kind
+
+
 class Walker:
     """Interprets a Relax function's bindings as values flowing between calls."""
 
@@ -113,7 +130,7 @@ class Walker:
         env: dict[Any, Any] = {}
         for i, p in enumerate(func.params):
             flow = self._make(p.ty, str(p.name), "input" if i < n_in else "weight", -1)
-            env[p] = flow
+            env[p.__chandle__()] = flow
             w.params += flatten(flow)
         w.results = flatten(self._body(func, env, None, None))
         return w
@@ -155,7 +172,7 @@ class Walker:
                 continue
             flow = self._eval(value, b.var, index, env, local, cluster)
             if flow is not None:
-                env[b.var] = flow
+                env[b.var.__chandle__()] = flow
                 if isinstance(value, (relax.Var, relax.TupleGetItem)) and isinstance(flow, Value):
                     flow.aliases.append(str(b.var.name))
         body = func.body
@@ -164,23 +181,23 @@ class Walker:
 
     def _eval(self, e: Any, var: Any, index: int, env: dict, local: dict,
               cluster: str | None) -> Any:
-        tvm, relax = _tvm()
-        if isinstance(e, relax.Var):
-            return env.get(e)
-        if isinstance(e, relax.Tuple):
+        kind = _expr_kind(type(e))
+        if kind == "var":
+            return env.get(e.__chandle__())
+        if kind == "tuple":
             return tuple(self._eval(f, None, index, env, local, cluster) for f in e.fields)
-        if isinstance(e, relax.TupleGetItem):
+        if kind == "get":
             flow = self._eval(e.tuple_value, None, index, env, local, cluster)
             return flow[e.index] if isinstance(flow, tuple) and e.index < len(flow) else None
-        if isinstance(e, tvm.ir.expr.GenericConst):  # bound, or inline as an argument
+        if kind == "const":  # bound, or inline as an argument
             return self._make(e.ty, "const" if var is None else str(var.name), "const", index)
         if var is None:
             return None
         name = str(var.name)
-        if isinstance(e, relax.Call):
+        if kind == "call":
             return self._call(e, var, index, env, local, cluster)
-        if isinstance(e, (relax.If, relax.SeqExpr)):  # opaque control flow: one node
-            ins = [v for r in var_refs(e) for v in flatten(env.get(r))]
+        if kind == "control":  # opaque control flow: one node
+            ins = [v for r in var_refs(e) for v in flatten(env.get(r.__chandle__()))]
             return self._site(index, name, "call", type(e).__name__.lower(), (), None, ins,
                               var.ty, cluster)
         return None
@@ -236,7 +253,7 @@ class Walker:
                 self.w.clusters.append((cid, f"{codegen}: {t.name}", cluster))
                 inner = dict(env)
                 for p, a in zip(t.func.params, t.args):
-                    inner[p] = self._eval(a, None, index, env, local, cluster)
+                    inner[p.__chandle__()] = self._eval(a, None, index, env, local, cluster)
                 return self._body(t.func, inner, cid, index)
             ops, pattern = self._relax_ops(t.func, self.mod)
             if composite is not None:

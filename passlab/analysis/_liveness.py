@@ -5,6 +5,7 @@ bytes at each binding. :mod:`passlab.analysis.buffers` turns the results into a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -73,12 +74,30 @@ class _Result:
     allocs: list[Allocation]
     timeline: list[int]
     exact: bool
-    live_at: list[list[str]]  # names of the tensors live at each binding
+    tensor_ranges: list[tuple[str, int, int]]  # (tensor, first, last binding it is live)
     unknown: set[str]
-    blocks_at: list[list[str]]  # names of the memory blocks live at each binding
+    block_ranges: list[tuple[str, int, int]]  # (memory block, first, last binding)
     planned: bool
     calls: tuple[str, ...]  # label of the call at each binding, "" where none
     storages: list[Allocation]  # the memory blocks after planning (empty before)
+
+    def live_at(self, index: int) -> list[str]:
+        """Names of the tensors live at binding ``index``."""
+        return [n for n, lo, hi in self.tensor_ranges if lo <= index <= hi]
+
+    def blocks_at(self, index: int) -> list[str]:
+        """Names of the memory blocks live at binding ``index``."""
+        return [n for n, lo, hi in self.block_ranges if lo <= index <= hi]
+
+    def tensor_peak(self) -> int:
+        """The most bytes of tensors live at one binding (unknown sizes count 0)."""
+        size = {t.name: t.bytes or 0 for t in self.tensors}
+        delta = [0] * (len(self.timeline) + 1)
+        for n, lo, hi in self.tensor_ranges:
+            if lo <= hi:
+                delta[lo] += size.get(n, 0)
+                delta[hi + 1] -= size.get(n, 0)
+        return max(itertools.accumulate(delta[:len(self.timeline)]), default=0)
 
 
 def _base(v: _ir.Value) -> _ir.Value:
@@ -137,22 +156,26 @@ def _analyse(w: _ir.Walk, bounds: Mapping[str, int]) -> _Result:
         block_start[id(block)] = min(block_start.get(id(block), v.index), v.index)
 
     blocks = [v for v in w.values if id(v) in block_end]
-    timeline = [0] * (end + 1)
-    live_at: list[list[str]] = [[] for _ in range(end + 1)]
-    blocks_at: list[list[str]] = [[] for _ in range(end + 1)]
+    # live ranges as difference arrays: a 32-layer forward has ~1,000 bindings and
+    # tensors that live across many of them, and the names live at one binding are only
+    # asked for at the peak (_Result.live_at)
+    delta = [0] * (end + 2)
     unknown: set[str] = set()
     exact = True
+    block_ranges = []
     for b in blocks:
         size = b.info.size
         if size.bytes is None:
             exact = False
             unknown |= set(size.symbols) - set(bounds)
-        for i in range(max(block_start[id(b)], 0), block_end[id(b)] + 1):
-            timeline[i] += size.bytes or 0
-            blocks_at[i].append(b.name)
-    for t in tensors:
-        for i in range(t.defined, (t.last_use if t.last_use is not None else t.defined) + 1):
-            live_at[i].append(t.name)
+        lo, hi = max(block_start[id(b)], 0), block_end[id(b)]
+        block_ranges.append((b.name, lo, hi))
+        if lo <= hi:
+            delta[lo] += size.bytes or 0
+            delta[hi + 1] -= size.bytes or 0
+    timeline = list(itertools.accumulate(delta[:end + 1]))
+    tensor_ranges = [(t.name, t.defined, t.last_use if t.last_use is not None else t.defined)
+                     for t in tensors]
     allocs = []
     for v in w.values:
         if v.op in _COUNTED:
@@ -180,11 +203,11 @@ def _analyse(w: _ir.Walk, bounds: Mapping[str, int]) -> _Result:
     for c in w.calls:
         if 0 <= c.index < end and not calls[c.index]:
             calls[c.index] = c.label
-    return _Result(w, tensors, params, allocs, timeline, exact, live_at, unknown, blocks_at,
-                   planned, tuple(calls), storages)
+    return _Result(w, tensors, params, allocs, timeline, exact, tensor_ranges, unknown,
+                   block_ranges, planned, tuple(calls), storages)
 
 
 def _peak_storages(r: _Result, index: int) -> tuple[Allocation, ...]:
     """The memory blocks live at binding ``index`` after planning (empty before)."""
-    live = set(r.blocks_at[index])
+    live = set(r.blocks_at(index))
     return tuple(a for a in r.storages if a.name in live)

@@ -444,7 +444,7 @@ def _report(results: list[_Result], names: list[str], bounds: dict[str, int] | N
     if best is not None and best.tensors:
         peak = max(best.timeline)
         index = best.timeline.index(peak)
-        live = set(best.live_at[index])
+        live = set(best.live_at(index))
         peak_tensors = tuple(t for t in best.tensors if t.name in live)
         peak_storages = _peak_storages(best, index)
     unknown = set().union(*(r.unknown for r in results)) if results else set()
@@ -469,11 +469,7 @@ def _report(results: list[_Result], names: list[str], bounds: dict[str, int] | N
         binding_calls=tuple((r.walk.function, r.calls) for r in results),
         source=source,
         symbols=tuple(symbols or ()),
-        tensor_peak_bytes=max((_tensor_peak(r) for r in results), default=0),
+        tensor_peak_bytes=max((r.tensor_peak() for r in results), default=0),
     )
 
 
-def _tensor_peak(r: _Result) -> int:
-    """The most bytes of tensors live at one binding of ``r`` (unknown sizes count 0)."""
-    size = {t.name: t.bytes or 0 for t in r.tensors}
-    return max((sum(size.get(n, 0) for n in names) for names in r.live_at), default=0)

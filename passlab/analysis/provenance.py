@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -283,6 +284,28 @@ def provenance(trace: Any) -> Provenance:
     ('fused_batch_norm_relu',)
     """
     trace = getattr(trace, "trace", trace)
+    try:
+        hit = _COMPUTED.get(trace)
+    except TypeError:  # not weakly referable (a duck-typed trace): computed each time
+        return _provenance(trace)
+    if hit is None or hit[0] != len(trace):
+        hit = (len(trace), _provenance(trace))
+        _COMPUTED[trace] = hit
+    return hit[1]
+
+
+#: Trace -> (its length, its provenance): the report, the Explorer's provenance pane and
+#: its kernel panels ask for the same trace's provenance (Swin-T: 0.3 s a time). The value
+#: holds only names, so the trace can die.
+_COMPUTED: weakref.WeakKeyDictionary[Any, tuple[int, Provenance]] = weakref.WeakKeyDictionary()
+
+
+def clear_cache() -> None:
+    """Forget every trace's provenance (benchmarks measure a cold report with it)."""
+    _COMPUTED.clear()
+
+
+def _provenance(trace: Any) -> Provenance:
     steps = [s for s in trace if s.on_main_chain and s.after is not None]
     first = input_module(trace)
     entry = _tvm.entry_function(first, strict=False)

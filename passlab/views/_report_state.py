@@ -253,16 +253,23 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
     drawing is a layout run: most of a report's time); the kernel panel of the first
     (its kernels are the same whichever way the weights are drawn; the later snapshots'
     nodes fall back to it by node id)."""
+    drawings: dict[str, Any] = {}
+    smalls = []
     for k, snap in enumerate(snaps):
         i = snap.step.index
         try:
             small = len(renderer.graph(i, "collapse").nodes) <= DRAWINGS_UP_TO
         except Exception:  # noqa: BLE001 - no graph here: the pane says why
             small = False
+        smalls.append(small)
         for params in PARAMS if small else ("collapse",):
             for overlay in OVERLAYS if params == "collapse" and k == 0 and small else ("none",):
-                data.add(f"graph:{i}:{params}:{overlay}", _inline_svg(
-                    renderer.pane("graph", i, params=params, overlay=overlay)))
+                drawings[f"graph:{i}:{params}:{overlay}"] = (
+                    _drawing(renderer, snap.step, params, overlay), snap.step.label)
+    for key, pane in _laid_out(drawings).items():
+        data.add(key, _inline_svg(pane))
+    for k, snap in enumerate(snaps):
+        i, small = snap.step.index, smalls[k]
         try:  # a kernel's links cost a buffer analysis each: the graph after fusion's
             most = KERNEL_PANELS if small else KERNEL_PANELS // 4
             kernels = _kernels(renderer, i, "collapse", most) if k == 0 else {}
@@ -272,6 +279,38 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
             data.add(f"kernels:{i}:collapse", json.dumps(kernels, ensure_ascii=False))
             data.add("kernels:default", json.dumps(kernels, ensure_ascii=False))
         data.add(f"buffers:{i}", renderer.pane("buffers", i))
+
+
+def _drawing(renderer: panes.PaneRenderer, step: Step, params: str, overlay: str) -> Any:
+    """The graph pane after ``step`` ready to lay out, a note, or the error panel."""
+    try:
+        return renderer.graph_drawing(step, params, overlay)
+    except Exception as exc:  # noqa: BLE001 - the pane says what failed
+        return error_panel(exc, f"the fused graph after {step.label}")
+
+
+#: Graphviz layouts run at once: each is a subprocess, and its Python around it (the DOT
+#: text, the page around the SVG) is short; mobilenet's report ran 10 layouts one after
+#: another, ~1 s of its ~3 s.
+LAYOUTS_AT_ONCE = 3
+
+
+def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
+    """Each drawing's pane (key -> (drawing, its step's label), in the same order), the
+    Graphviz layouts run a few at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def html(item: tuple[Any, str]) -> str:
+        drawing, label = item
+        if isinstance(drawing, str):
+            return drawing
+        try:
+            return drawing.html()
+        except Exception as exc:  # noqa: BLE001 - the pane says what failed
+            return error_panel(exc, f"the fused graph after {label}")
+
+    with ThreadPoolExecutor(LAYOUTS_AT_ONCE, thread_name_prefix="passlab-layout") as pool:
+        return dict(zip(drawings, pool.map(html, drawings.values())))
 
 
 def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,

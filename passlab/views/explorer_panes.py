@@ -17,6 +17,7 @@ from typing import Any
 from passlab import _render, _tvm
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
+from passlab.views import explorer_graph as eg
 
 __all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection", "PaneRenderer"]
 
@@ -123,6 +124,20 @@ def default_selection(trace: Trace) -> int:
 
 
 # ------------------------------------------------------------------------ the panes
+@dataclasses.dataclass(frozen=True)
+class GraphDrawing:
+    """A graph pane ready to lay out (:meth:`PaneRenderer.graph_drawing`): the note above
+    it, the graph and ``explorer_graph.pane_html``'s arguments."""
+
+    head: str
+    graph: Any
+    args: dict[str, Any]
+
+    def html(self) -> str:
+        """The pane: Graphviz's layout (a subprocess) and the page around it."""
+        return self.head + eg.pane_html(self.graph, **self.args)
+
+
 class PaneRenderer:
     """Renders panes for one trace and caches the last few (an HTML diff of a large
     module is big, so the cache is small)."""
@@ -321,8 +336,15 @@ class PaneRenderer:
         """The graph after ``step``, its kernels marked against the previous main-chain
         step's graph (new, rewritten, removed), optionally coloured by bytes or by
         TVM's FLOP estimate of each kernel."""
-        from passlab.views import explorer_graph as eg
+        drawing = self.graph_drawing(step, params, overlay, opened)
+        return drawing if isinstance(drawing, str) else drawing.html()
 
+    def graph_drawing(self, step: Step, params: str = "collapse", overlay: str = "none",
+                      opened: Sequence[str] | None = None) -> GraphDrawing | str:
+        """What the graph pane after ``step`` draws, everything looked up and analysed
+        (graphs, change marks, FLOPs): its :meth:`GraphDrawing.html` lays it out and
+        touches no cache, so a report lays several out at once. A note (str) where
+        there is nothing to draw."""
         head = _failed_note(step) if step.failed else ""
         none = self._no_relax(step)
         if none:
@@ -343,15 +365,13 @@ class PaneRenderer:
                               "Profile, or open passlab.Explorer(build, "
                               "profile=build.profile()).", "plx-warn")
                 overlay = "none"
-        return head + eg.pane_html(g, overlay_by=overlay, marks=marks, removed=removed,
-                                   against=None if step.failed else prev, values=values,
-                                   opened=opened)
+        return GraphDrawing(head, g, dict(overlay_by=overlay, marks=marks, removed=removed,
+                                          against=None if step.failed else prev, values=values,
+                                          opened=opened))
 
     def kernel_links(self, index: int, node_id: str, params: str = "collapse") -> str:
         """HTML for a clicked graph node: its kernel's diff in step ``index``, the passes
         that created and rewrote it, its buffers ("" for data nodes and unknown ids)."""
-        from passlab.views import explorer_graph as eg
-
         node = next((n for n in self.graph(index, params).nodes if n.id == node_id), None)
         if node is None:
             return ""

@@ -4,7 +4,7 @@ module and name, so they live in a module, not in the test file's functions."""
 from __future__ import annotations
 
 #: How many times the slowed kernel does its work.
-TIMES = 5000
+TIMES = 20000
 
 
 def slow_transpose(mod):

@@ -258,6 +258,18 @@ def open_notebook(page, lab: Lab, name: str, expect) -> None:
     run_all(page, expect)
 
 
+def resize(page, width: int, height: int = 1100) -> None:
+    """Narrow (or widen) an open JupyterLab page as a user resizes the window. Lab keeps
+    an open left side panel at its width, which leaves a narrowed notebook a sliver (a
+    page loaded at 800 px opens without it), so below 1000 px the side panel is closed."""
+    page.set_viewport_size({"width": width, "height": height})
+    current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    if width < 1000 and current.count():
+        current.first.click()
+        expect_closed = page.locator("#jp-left-stack")
+        expect_closed.wait_for(state="hidden")
+
+
 def run_all(page, expect) -> None:
     """Run every cell of the open notebook once its kernel is idle."""
     import re

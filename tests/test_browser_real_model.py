@@ -9,7 +9,7 @@ panel maximised) and real-provenance-*.png.
 
 from __future__ import annotations
 
-from browser_helpers import SHOTS, marks, open_notebook, write_notebook
+from browser_helpers import SHOTS, marks, open_notebook, resize, run_all, write_notebook
 
 pytestmark = marks()
 
@@ -20,8 +20,7 @@ _NB = [
 ]
 
 
-def _shots(page, lab, theme: str, width: int, expect) -> None:
-    open_notebook(page, lab, "real.ipynb", expect)
+def _shots(page, theme: str, width: int, expect) -> None:
     widget = page.locator(".jp-OutputArea-output .plx")
     graph = widget.locator(".plx-pane-graph")
     # grouped by the ONNX node paths: /features and /head closed, one box each; a click
@@ -82,7 +81,12 @@ def test_graph_and_provenance_on_an_onnx_export_with_weights_as_inputs(lab, new_
     for theme in ("light", "dark"):
         if theme == "dark":
             _settings_dark(lab)
-        for width in (1400, 800):
-            page = new_page(width=width)
-            _shots(page, lab, theme, width, expect)
-            page.context.close()
+        # one page per theme: narrowed, the notebook runs again in its kernel (a fresh
+        # widget, its groups closed), instead of a new page, server session and kernel
+        page = new_page(width=1400)
+        open_notebook(page, lab, "real.ipynb", expect)
+        _shots(page, theme, 1400, expect)
+        resize(page, 800)
+        run_all(page, expect)
+        _shots(page, theme, 800, expect)
+        page.context.close()

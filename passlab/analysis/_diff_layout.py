@@ -62,8 +62,16 @@ def elide_signature(line: str) -> tuple[str, str, str, int] | None:
     m = _DEF.match(line)
     if m is None:
         return None
+    return _elided(line, m.end())
+
+
+@functools.lru_cache(maxsize=256)
+def _elided(line: str, start: int) -> tuple[str, str, str, int] | None:
+    # a function's signature is the same line in every diff of the function (the
+    # 7B-shaped transformer's forward takes hundreds of parameters: a 15,000-character line,
+    # scanned character by character)
     depth, quote, commas = 0, "", []
-    pos = m.end()
+    pos = start
     close = -1
     while pos < len(line):
         c = line[pos]
@@ -86,7 +94,7 @@ def elide_signature(line: str) -> tuple[str, str, str, int] | None:
         pos += 1
     if close < 0:
         return None
-    bounds = [m.end() - 1, *commas, close]
+    bounds = [start - 1, *commas, close]
     params = sum(1 for a, b in zip(bounds, bounds[1:]) if line[a + 1:b].strip())
     if params < SIGNATURE_KEEP + SIGNATURE_MIN_MORE:
         return None

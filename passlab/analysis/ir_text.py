@@ -58,3 +58,4 @@ def clear_caches() -> None:
     printing.clear_cache()
     _diff_render.BLOCKS.clear()
     _diff_layout._pairs.cache_clear()
+    _diff_layout._elided.cache_clear()

@@ -501,9 +501,10 @@ class ObjectCache:
                     while len(self._cache) > self._maxsize:
                         self._cache.popitem(last=False)  # type: ignore[call-arg]
         elif self._maxsize is not None:
-            with self._lock:
-                if key in self._cache:
-                    self._cache.move_to_end(key)  # type: ignore[attr-defined]
+            try:  # atomic, no lock: a hit is most calls of a walk
+                self._cache.move_to_end(key)  # type: ignore[attr-defined]
+            except KeyError:  # another thread evicted it meanwhile
+                pass
         return hit[1]
 
     def clear(self) -> None:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from passlab._tvm import ObjectCache
 from passlab._tvm.ir_types import _tvm, attr
@@ -44,8 +43,7 @@ _BOOKKEEPING_PACKED = ("vm.builtin.check_", "vm.builtin.match_", "vm.builtin.all
 CALL_TIR_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad"})
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """What a Relax ``Call`` calls.
 
     ``kind``: ``op`` (Relax operator), ``call_tir`` (kernel through ``R.call_tir``),

@@ -47,8 +47,8 @@ class GeneratedCode(_render.Displayable):
     'define '
     """
 
-    __slots__ = ("_emitted", "_later", "_lib", "_sources", "_split", "kernels", "module",
-                 "target_kind")
+    __slots__ = ("_by_kernel", "_emitted", "_later", "_lib", "_sources", "_split", "kernels",
+                 "module", "target_kind")
 
     def __init__(self, target_kind: str, kernels: tuple[str, ...] = (), lib: Any = None,
                  sources: Mapping[str, str] | None = None,
@@ -61,6 +61,7 @@ class GeneratedCode(_render.Displayable):
         self._later: dict[str, Any] = {}  # expensive kinds (assembly), read when asked for
         self._emitted = dict(emitted or {})
         self._split: dict[str, dict[str, str]] = {}
+        self._by_kernel: dict[str, dict[str | None, list[tuple[str, str]]]] = {}
 
     # -------------------------------------------------------------------- sources
     def _read(self) -> dict[str, str]:
@@ -137,14 +138,23 @@ class GeneratedCode(_render.Displayable):
             # what the kernel computes first (``..._compute_``, a GPU target's device
             # kernels), the packed wrapper that unpacks the arguments last
             found = [text for sym, text in sorted(
-                ((sym, text) for sym, text in self.functions(k).items()
-                 if _codegen.kernel_of(sym, self.kernels) == name),
+                self._kernel_functions(k).get(name, ()),
                 key=lambda st: _wrapper_last(st[0], name))]
             if found and kind is not None:
                 return "\n\n".join(found)
             if found:
                 parts.append(f"// {k}\n" + "\n\n".join(found))
         return "\n\n".join(parts)
+
+    def _kernel_functions(self, kind: str) -> dict[str | None, list[tuple[str, str]]]:
+        """``{kernel: [(symbol, text), ...]}`` of one source kind, made once: a report's
+        kernel panels ask for 40 kernels of a module of ~120 symbols."""
+        if kind not in self._by_kernel:
+            grouped: dict[str | None, list[tuple[str, str]]] = {}
+            for sym, text in self.functions(kind).items():
+                grouped.setdefault(_codegen.kernel_of(sym, self.kernels), []).append((sym, text))
+            self._by_kernel[kind] = grouped
+        return self._by_kernel[kind]
 
     def per_kernel(self, kind: str | None = None) -> dict[str, str]:
         """``{kernel: code}`` for every compiled kernel that has code in ``kind``."""

@@ -57,15 +57,14 @@ def _ms(fn) -> float:
 
 def _cold() -> None:
     """Forget everything printed or analysed: printing, rendered blocks, buffer reports,
-    provenance, and the call targets and tensor types the IR walks remember."""
-    from passlab._tvm import ir_calls, ir_types
+    provenance, and what the IR walks remember per object."""
+    from passlab._tvm import ir
     from passlab.analysis.provenance import clear_cache as provenance_cache
 
     ir_text.clear_caches()
     buffers_cache()
     provenance_cache()
-    ir_calls._call_shape.clear()
-    ir_types._unbounded_infos.clear()
+    ir.clear_caches()
 
 
 def _trace(name: str, cache: str | None) -> passlab.Trace:

@@ -79,7 +79,18 @@ __all__ = [
     "short_op", "normalize_kernel", "split_fused_name", "op_pattern", "pattern_name",
     # _walk
     "Value", "CallSite", "Walk", "flatten", "Walker",
+    "clear_caches",
 ]
+
+
+def clear_caches() -> None:
+    """Forget what the IR readers remember per object (call targets, tensor types, block
+    names): benchmarks measure a cold walk with it."""
+    from passlab._tvm import ir_calls, ir_types, walk
+
+    ir_calls._call_shape.clear()
+    ir_types._unbounded_infos.clear()
+    walk._BLOCK_NAMES.clear()
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -325,3 +325,22 @@ def test_diff_pane_prints_the_first_functions_then_shows_all_on_request(resnet_b
     ex.set_state({"diff_all": True})  # what the front end sends on a click
     assert "shown 8 of" not in ex.diff_html and "plx-show-all" not in ex.diff_html
     assert ex.diff_html.count('class="pl-status"') == 29
+
+
+def test_a_response_defers_cycle_collection_until_its_message_is_out(ex, trace):
+    """Selecting a step renders its panes with the cycle collector paused (a full
+    collection over a big trace's objects takes 30-400 ms): it may run again once the
+    one message of the response has been sent, not during it."""
+    import gc
+
+    seen = []
+    ex.observe(lambda _c: seen.append(gc.isenabled()), "diff_html")
+    sent = []
+    real_send = ex.send_state
+    ex.send_state = lambda key=None: (sent.append((key, gc.isenabled())), real_send(key))[1]
+    ex.selected = trace.find("FuseOps").index
+    assert seen and not any(seen)  # rendered with the collector paused
+    # the selection itself is sent at once; the response (explain strip and pane, one
+    # message, here without a front end an empty one) is sent before a collection may run
+    assert [enabled for _key, enabled in sent] == [True, False]
+    assert gc.isenabled()

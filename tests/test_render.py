@@ -107,3 +107,22 @@ def test_no_layout_program_says_what_to_install(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name, path=None: None)
     with pytest.raises(RuntimeError, match="install Graphviz's `dot`.*graphviz-pure"):
         _render.dot_to_svg("digraph { a }")
+
+
+def test_no_cycle_collection_pauses_and_restores_the_collector():
+    import gc
+
+    assert gc.isenabled()
+    with _render.no_cycle_collection():
+        assert not gc.isenabled()
+        with _render.no_cycle_collection():  # nested: the outer one restores
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a user's disabled collector stays disabled
+    try:
+        with _render.no_cycle_collection():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -19,6 +19,7 @@ from passlab._tvm import passinfo
 from passlab._tvm.ir_calls import ALLOC_STORAGE, ALLOC_TENSOR
 from passlab._tvm.printing import function_text
 from passlab.analysis import _explain_render as _html
+from passlab.analysis.diff import prints_by_region
 from passlab.analysis.explain import Card, card_for
 
 __all__ = ["Explanation", "explain_step"]
@@ -321,6 +322,8 @@ _NO_CHANGE = {
 
 #: IR lines are counted only when a pass touched at most this many functions: printing is
 #: the cost, and late TIR passes touch every kernel of a model (a view prints as many).
+#: Nor when one of them is a Relax function that views print by binding region (a
+#: 32-layer main: ~30 ms to print whole, each side), for the same reason.
 LINES_UP_TO = 8
 
 
@@ -334,6 +337,9 @@ def _line_counts(c: _Ctx) -> tuple[int, int] | None:
     if len(touched) + len(c.ch.removed) > LINES_UP_TO:
         return None
     fb, fa = _tvm.functions(c.step.before), _tvm.functions(c.step.after)
+    if any(prints_by_region(fb.get(n)) for n in c.ch.modified + c.ch.removed) or any(
+            prints_by_region(fa.get(n)) for n in touched):
+        return None
     return _lines(fb, c.ch.modified + c.ch.removed), _lines(fa, touched)
 
 

@@ -92,11 +92,11 @@ class FunctionDiff(Displayable):
         share once); ``self`` otherwise. The result's :attr:`head` says what it prints."""
         if self.head is not None or self.kind != "relax" or self.callees_renamed:
             return self
+        if not (prints_by_region(self.before, bindings) or prints_by_region(self.after, bindings)):
+            return self
         count = _printing.binding_count
         nb = count(self.before) if self.before is not None else 0
         na = count(self.after) if self.after is not None else 0
-        if max(nb, na) <= bindings * 3 // 2:
-            return self
         ka, kb = min(bindings, na), min(bindings, nb)
         if nb and na:
             # the region of the input that became this one: up to the last name of this
@@ -544,6 +544,12 @@ def diff(
             make(name, "added", None, None, new[name])
     result.sort(key=_reading_order)
     return ModuleDiff(tuple(result), title)
+
+
+def prints_by_region(func: Any, bindings: int = REGION_BINDINGS) -> bool:
+    """A Relax function so long that a first view prints it by binding region (about
+    1.5 times ``bindings`` top-level bindings or more; see :meth:`FunctionDiff.first_region`)."""
+    return func is not None and _printing.binding_count(func) > bindings * 3 // 2
 
 
 def _once(names: Sequence[str]) -> dict[str, int]:

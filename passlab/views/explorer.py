@@ -9,9 +9,12 @@ Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
+from passlab._render import no_cycle_collection
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import block_html
 from passlab.recording.trace import Step, Trace
@@ -235,26 +238,27 @@ else:
                 self._profiles[0] = profile
             self._profile_view = ProfileView(profile, can_run=self._build is not None)
             self._panes.profiler = self._profile_view
-            self._ready = False  # observers wait until every trait is set
-            main = [s for s in trace if s.on_main_chain] or list(trace)
-            relax = [s for s in main if s.level == "relax"] or main
-            first = selected if selected is not None else panes.default_selection(trace)
-            state = dict(compare_a=main[0].index if main else -1,
-                         compare_b=relax[-1].index if relax else -1)
-            state.update(kwargs)  # e.g. compare_a=..., changed_only=True
-            complete = len(trace) <= panes.ROWS_UP_FRONT or kwargs.get("show_inner", False)
-            super().__init__(
-                steps=panes.rows(trace, main_only=not complete), steps_complete=complete,
-                step_count=len(trace),
-                stages=list(dict.fromkeys(s.stage for s in trace)),
-                summary=trace.summary().split("\n")[0],
-                failure=trace.failure.to_text() if trace.failure is not None else "",
-                tab=tab, has_profile=profile is not None, **state)
-            self.visible = self._visible()
-            self._ready = True
-            self.selected = first
-            if first == -1:  # no change event: render the "empty" pane by hand
-                self._render()
+            with no_cycle_collection():  # no collection's pause in the user's wait
+                self._ready = False  # observers wait until every trait is set
+                main = [s for s in trace if s.on_main_chain] or list(trace)
+                relax = [s for s in main if s.level == "relax"] or main
+                first = selected if selected is not None else panes.default_selection(trace)
+                state = dict(compare_a=main[0].index if main else -1,
+                             compare_b=relax[-1].index if relax else -1)
+                state.update(kwargs)  # e.g. compare_a=..., changed_only=True
+                complete = len(trace) <= panes.ROWS_UP_FRONT or kwargs.get("show_inner", False)
+                super().__init__(
+                    steps=panes.rows(trace, main_only=not complete), steps_complete=complete,
+                    step_count=len(trace),
+                    stages=list(dict.fromkeys(s.stage for s in trace)),
+                    summary=trace.summary().split("\n")[0],
+                    failure=trace.failure.to_text() if trace.failure is not None else "",
+                    tab=tab, has_profile=profile is not None, **state)
+                self.visible = self._visible()
+                self._ready = True
+                self.selected = first
+                if first == -1:  # no change event: render the "empty" pane by hand
+                    self._render()
             self.on_msg(_life.views_message)  # a module function: no cycle to the widget
             _life.OPEN.add(self)
 
@@ -399,6 +403,16 @@ else:
             self.selected = panes.default_selection(trace)
             if self.selected == -1:
                 self._render()
+
+        @contextlib.contextmanager
+        def hold_sync(self) -> Iterator[None]:
+            """ipywidgets' ``hold_sync`` (the changes are sent as one message when the
+            outermost one exits), with Python's cycle collector paused until that message
+            is out: a full collection over a big trace's objects takes 30-400 ms, and it
+            then runs after the front end has the new pane, not before
+            (:func:`passlab._render.no_cycle_collection`)."""
+            with no_cycle_collection(), super().hold_sync():
+                yield
 
         # ---------------------------------------------------------- validation
         @t.validate("selected", "compare_a", "compare_b")
@@ -674,19 +688,20 @@ else:
         def _render(self) -> None:
             """Fill the open pane for the current selection (a cached pane is free)."""
             tab = self.tab
-            try:
-                out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
-                                       a=self.compare_a, b=self.compare_b,
-                                       all_functions=self.diff_all, bounds=self.bounds,
-                                       params=self.graph_params, overlay=self.graph_overlay,
-                                       opened=self.graph_open)
-                setattr(self, f"{tab}_html", out)
-                if tab == "buffers":
-                    self.symbols = list(self._panes.symbols.get(self.selected, ()))
-                if self.ir_search and tab in ("diff", "compare"):
-                    self._search_more()
-            finally:
-                self.rendered += 1
+            with self.hold_sync():
+                try:
+                    out = self._panes.pane(tab, self.selected, mode=self.diff_mode,
+                                           a=self.compare_a, b=self.compare_b,
+                                           all_functions=self.diff_all, bounds=self.bounds,
+                                           params=self.graph_params,
+                                           overlay=self.graph_overlay, opened=self.graph_open)
+                    setattr(self, f"{tab}_html", out)
+                    if tab == "buffers":
+                        self.symbols = list(self._panes.symbols.get(self.selected, ()))
+                    if self.ir_search and tab in ("diff", "compare"):
+                        self._search_more()
+                finally:
+                    self.rendered += 1
 
         def render_all(self) -> None:
             """Render every pane for the selected step now (e.g. before saving the

@@ -159,13 +159,22 @@ class PaneRenderer:
         #: the shown build, and the graph's "time" colour), None: a note
         self.profiler: Any = None
 
+    def clear(self) -> None:
+        """Forget every rendered pane, diff and graph (the next pane starts cold)."""
+        self._cache.clear()
+        self._diffs.clear()
+        self._graphs.clear()
+        self.symbols.clear()
+        self._peaks = None
+
     def _cached(self, key: tuple, make: Callable[[], str], what: str) -> str:
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
         try:
-            out = make()
+            with _render.no_cycle_collection():  # a collection's pause is not the user's wait
+                out = make()
         except Exception as exc:  # noqa: BLE001 - a pane shows the error, the widget lives on
             out = _render.error_panel(exc, what)
         self._cache[key] = out

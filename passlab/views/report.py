@@ -14,16 +14,13 @@ is fetched.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
-from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from passlab._render import CSS as TABLE_CSS
-from passlab._render import esc
+from passlab._render import esc, no_cycle_collection
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
@@ -104,25 +101,8 @@ def render_report(trace: Trace, *, title: str | None = None,
                   max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
                   profile: Any = None) -> str:
     """The report of ``trace`` as one HTML document (see :func:`write_report`)."""
-    with _no_cycle_collection():
+    with no_cycle_collection():
         return _render_report(trace, title, max_functions, full, profile)
-
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while a report is rendered, as it was before after.
-
-    Rendering allocates hundreds of thousands of short-lived strings and tuples, and each
-    burst makes the collector rescan every object a loaded trace holds (~300,000 on the
-    7B-shaped transformer): about 1 s of its 5-6 s report. What the report leaves behind
-    is acyclic text; any cycle made meanwhile is collected after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _render_report(trace: Trace, title: str | None, max_functions: int | None, full: bool,

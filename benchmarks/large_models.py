@@ -8,6 +8,16 @@ weights: nothing is downloaded.
 - ``llama7b``: the built-in transformer shaped like a 7B Llama (32 layers, hidden 4096,
   32 heads, FFN 11008, vocabulary 32000, dynamic sequence length ``n``); weights are
   function parameters, so nothing of 7B parameters is allocated.
+- ``onnx-resnet18``, ``onnx-efficientnet``: torchvision's ResNet-18 and EfficientNet-B0
+  (224x224) exported to ONNX by torch's exporter without their values, so the weights are
+  graph inputs, as many exported files have them (96 steps each);
+- ``onnx-mobilenetv2``: torchvision's MobileNetV2 exported with its weights as
+  initializers, which ``passlab.load`` makes constants: FoldConstant then runs a TIR build
+  for each folded weight, about 8,400 steps.
+
+torchvision's architectures come from ``tests/corpus.py``'s loader (the wheel's compiled
+operators do not load against the CPU torch; see there), ONNX export needs the ``onnx``
+extra.
 
 ``trace(name, cache)`` builds once and saves the trace in ``cache`` (a build of Swin-T
 takes minutes on 2 cores); later calls load the saved file.
@@ -20,7 +30,11 @@ from typing import Any
 
 import passlab
 
-NAMES = ("swin", "llama7b")
+NAMES = ("swin", "llama7b", "onnx-resnet18", "onnx-efficientnet", "onnx-mobilenetv2")
+#: the ONNX models: torchvision architecture, and whether the file holds the weights
+_ONNX = {"onnx-resnet18": ("resnet", "resnet18", False),
+         "onnx-efficientnet": ("efficientnet", "efficientnet_b0", False),
+         "onnx-mobilenetv2": ("mobilenetv2", "mobilenet_v2", True)}
 
 
 def swin() -> Any:
@@ -40,6 +54,32 @@ def llama7b() -> Any:
                                       ffn=11008, vocab=32000)
 
 
+def onnx(name: str) -> Any:
+    """ONNX model ``name`` (see :data:`_ONNX`) with random weights, as an IRModule."""
+    import sys
+    import tempfile
+    import warnings
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    try:
+        import corpus
+    finally:
+        sys.path.pop(0)
+    module, make, params = _ONNX[name]
+    torch.manual_seed(0)
+    model = getattr(getattr(corpus.torchvision_models(), module), make)(weights=None).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation notes
+            torch.onnx.export(model, (torch.randn(1, 3, 224, 224),), str(path),
+                              export_params=params, dynamo=False, do_constant_folding=False,
+                              input_names=["input"], output_names=["output"])
+        return passlab.load(path)
+
+
 def trace(name: str, cache: str | Path | None = None) -> passlab.Trace:
     """The recorded trace of model ``name``, from ``cache`` when saved there before."""
     if name not in NAMES:
@@ -49,7 +89,8 @@ def trace(name: str, cache: str | Path | None = None) -> passlab.Trace:
     path = Path(cache) / f"{name}.trace.zip" if cache is not None else None
     if path is not None and path.exists():
         return passlab.load_trace(path)
-    build = passlab.build(swin() if name == "swin" else llama7b())
+    model = swin() if name == "swin" else llama7b() if name == "llama7b" else onnx(name)
+    build = passlab.build(model)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         build.trace.save(path)

@@ -44,13 +44,14 @@ SEQ = 16
 #: the tolerance every corpus model's output meets against torch eager / onnxruntime
 ATOL, RTOL = 1e-4, 1e-4
 
-_ARCHITECTURES = ("resnet", "mobilenetv3", "convnext", "vision_transformer",
-                  "swin_transformer")
+_ARCHITECTURES = ("resnet", "mobilenetv2", "mobilenetv3", "efficientnet", "convnext",
+                  "vision_transformer", "swin_transformer")
 
 
 def torchvision_models() -> types.SimpleNamespace:
-    """torchvision's architecture modules (``resnet``, ``mobilenetv3``, ``convnext``,
-    ``vision_transformer``, ``swin_transformer``), imported from
+    """torchvision's architecture modules (``resnet``, ``mobilenetv2``, ``mobilenetv3``,
+    ``efficientnet``, ``convnext``, ``vision_transformer``, ``swin_transformer``; the
+    benchmarks' ONNX models use two of them), imported from
     :data:`TORCHVISION_DIR` without torchvision's compiled operators (see the module
     docstring). Raises ImportError when the folder is missing."""
     found = sys.modules.get("torchvision")

@@ -17,7 +17,7 @@ from passlab import _render, _tvm
 from passlab._render import human_bytes
 from passlab._tvm import passinfo
 from passlab._tvm.ir_calls import ALLOC_STORAGE, ALLOC_TENSOR
-from passlab._tvm.printing import function_text
+from passlab._tvm.printing import function_text, prefetch
 from passlab.analysis import _explain_render as _html
 from passlab.analysis.diff import prints_by_region
 from passlab.analysis.explain import Card, card_for
@@ -340,6 +340,9 @@ def _line_counts(c: _Ctx) -> tuple[int, int] | None:
     if any(prints_by_region(fb.get(n)) for n in c.ch.modified + c.ch.removed) or any(
             prints_by_region(fa.get(n)) for n in touched):
         return None
+    # both sides at once, in the printer's threads (the diff pane prints the same ones)
+    prefetch([(fb.get(n), n) for n in c.ch.modified + c.ch.removed]
+             + [(fa.get(n), n) for n in touched])
     return _lines(fb, c.ch.modified + c.ch.removed), _lines(fa, touched)
 
 

@@ -15,9 +15,10 @@ pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra
 import passlab  # noqa: E402
 from passlab.pipeline import Edit, known_passes  # noqa: E402
 from passlab.research._profile_plot import seconds_text as _seconds  # noqa: E402
+from passlab.research.edit_session import EditSession  # noqa: E402
 from passlab.research.rerun import Rerun  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
-from passlab.views.explorer_edit import EditSession  # noqa: E402
+from passlab.views.explorer_edit import pane_html  # noqa: E402
 
 
 def peek(mod):
@@ -188,7 +189,7 @@ def test_edits_by_position(mlp_build):
     assert {"FoldConstant", "tirx.VectorizeLoop", "s_tir.LoopPartition"} <= set(known_passes())
     assert "BindParams" not in known_passes()  # needs arguments
     assert Edit("up", 4).to_text(pipe) == "move up #4 FoldConstant"
-    assert s.pipeline.names == pipe.names and s.to_html().startswith('<div class="plx-edit">')
+    assert s.pipeline.names == pipe.names and pane_html(s).startswith('<div class="plx-edit">')
 
 
 SIGNATURE_PASSES = {  # what each does to forward(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias)

@@ -13,8 +13,7 @@ import passlab
 
 pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
 
-from passlab.analysis.graph import fused_graph  # noqa: E402
-from passlab.views import explorer_graph  # noqa: E402
+from passlab.analysis.graph import fused_graph, graph_changes  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 from passlab.views.explorer_panes import PaneRenderer  # noqa: E402
 
@@ -79,10 +78,10 @@ def test_change_marks_against_the_previous_pass(ex, trace):
 def test_changes_matches_renamed_calls(trace):
     before = fused_graph(trace.find("FuseOps"))
     after = fused_graph(trace.find("FuseTIR"))
-    assert explorer_graph.changes(before, after) == ({}, [])
-    assert explorer_graph.changes(after, before) == ({}, [])
+    assert graph_changes(before, after) == ({}, [])
+    assert graph_changes(after, before) == ({}, [])
     legal = fused_graph(trace.find("FoldConstant"))
-    marks, removed = explorer_graph.changes(legal, before)
+    marks, removed = graph_changes(legal, before)
     assert marks == {"lv": "new", "lv1": "new"}
     assert removed == ["matmul", "add", "relu", "matmul1", "add1"]
 

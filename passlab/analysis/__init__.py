@@ -39,8 +39,10 @@ from passlab.analysis.graph import (
     FusedGraph,
     Node,
     fused_graph,
+    graph_changes,
     kernel_flops,
     kernel_times,
+    marked_against,
 )
 from passlab.analysis.partitions import (
     BackendComparison,
@@ -58,6 +60,7 @@ from passlab.analysis.table import PassTable, pass_table
 __all__ = [
     "diff", "ModuleDiff", "FunctionDiff",
     "fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "kernel_flops", "kernel_times",
+    "graph_changes", "marked_against",
     "buffers", "BufferReport", "Tensor", "Allocation",
     "pass_table", "PassTable",
     "partitions", "PartitionReport", "Region", "OpCall", "Crossing", "Coverage",

@@ -36,7 +36,7 @@ from passlab.analysis._graph_render import (
 )
 
 __all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "Group", "kernel_flops",
-           "kernel_times"]
+           "kernel_times", "graph_changes", "marked_against"]
 
 
 @dataclass(frozen=True)
@@ -421,3 +421,65 @@ def kernel_times(graph: FusedGraph, profile: Any) -> dict[str, float | None] | N
         name = next((x for x in dict.fromkeys((n.label, n.id)) if x in totals), None)
         out[n.id] = None if name is None else totals[name]
     return out
+
+
+def marked_against(trace: Any, step: Any) -> Any:
+    """The step whose graph the graph after ``step`` is marked against (see
+    :func:`graph_changes`): the last main-chain pass before it whose output has a Relax
+    function, or None."""
+    for s in reversed([s for s in trace if s.index < step.index]):
+        if s.on_main_chain and not s.failed and _tvm.has_relax_function(s.after):
+            return s
+    return None
+
+
+def _signature(g: FusedGraph, n: Node) -> tuple:
+    ins = tuple((e.shape, e.dtype) for e in g.inputs_of(n.id))
+    outs = tuple(dict.fromkeys((e.shape, e.dtype) for e in g.outputs_of(n.id)))
+    return n.kind, n.label, n.ops, ins, outs
+
+
+def graph_changes(before: FusedGraph, after: FusedGraph,
+                  rewritten: Collection[str] = frozenset()) -> tuple[dict[str, str], list[str]]:
+    """What changed from graph ``before`` to graph ``after``: ``({node id: "new" or
+    "rewritten"}, [removed calls as "id (label)"])``, the change marks the graph pane and
+    the report draw.
+
+    A call is matched by node id, else by kernel name (a variable renamed by a pass, as
+    FuseTIR turns ``lv1`` into ``gv``). A matched call is rewritten when its kind, kernel,
+    ops or tensor shapes differ, or its kernel's name is in ``rewritten`` (the functions
+    the step modified). Data nodes (inputs, weights, output) are never marked.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> from passlab.analysis import fused_graph, graph_changes
+    >>> trace = passlab.build(passlab.models.mlp()).trace
+    >>> step = trace.find("FuseOps")
+    >>> marks, removed = graph_changes(fused_graph(step.before), fused_graph(step.after))
+    >>> sorted(set(marks.values())), len(removed) > 0
+    (['new'], True)
+    """
+    old = {n.id: n for n in before.nodes if n.kind not in TERMINALS}
+    new_ids = {n.id for n in after.nodes}
+    by_label: dict[str, list[Node]] = {}
+    for n in old.values():
+        if n.id not in new_ids:
+            by_label.setdefault(n.label, []).append(n)
+    marks: dict[str, str] = {}
+    matched: set[str] = set()
+    for n in after.nodes:
+        if n.kind in TERMINALS:
+            continue
+        p = old.get(n.id)
+        if p is None and by_label.get(n.label):
+            p = by_label[n.label].pop(0)
+        if p is None:
+            marks[n.id] = "new"
+            continue
+        matched.add(p.id)
+        if _signature(before, p) != _signature(after, n) or n.label in rewritten:
+            marks[n.id] = "rewritten"
+    removed = [f"{n.id} ({n.label})" if n.label != n.id else n.id
+               for n in old.values() if n.id not in matched]
+    return marks, removed

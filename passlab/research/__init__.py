@@ -5,6 +5,8 @@
 * :func:`blame`: the passes that created, rewrote or removed a function or a binding;
 * :func:`rerun`: rebuild after a pipeline edit from the recorded snapshot before it;
 * :func:`sweep`: many models times many pipelines, in worker processes, as one table;
+* :mod:`~passlab.research.edit_session`: live editing's model (pending edits, re-runs,
+  A/B results), which the Explorer's Edit pane draws;
 * :mod:`~passlab.research.predicates`: ready tests for ``trace.first(...)``.
 
 Examples

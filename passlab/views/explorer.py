@@ -66,7 +66,9 @@ except ImportError as _missing:  # a stand-in that says what to install, raised 
 
 else:
 
-    class Explorer(anywidget.AnyWidget):  # type: ignore[no-redef]
+    from passlab.views.explorer_actions import Editing, Profiling
+
+    class Explorer(Editing, Profiling, anywidget.AnyWidget):  # type: ignore[no-redef]
         """Explore a recorded trace: pass list, diff, fused graph, buffers, compare,
         pipeline.
 
@@ -153,7 +155,7 @@ else:
         edit_html = t.Unicode(help="the edit pane: the pipeline to change and re-run"
                               ).tag(sync=True)
         edit_pending = t.List(t.Dict(), help="the edits waiting for Run, in order: "
-                              "{action, position, name, where} (explorer_edit.Edit)"
+                              "{action, position, name, where} (passlab.pipeline.Edit)"
                               ).tag(sync=True)
         edit_run = t.Int(0, help="bumped by the front end's Run button").tag(sync=True)
         edit_shown = t.Int(0, help="the history entry whose trace the Explorer shows"
@@ -218,7 +220,7 @@ else:
             self._kernel_stale = False
             self._session: Any = None
             if self._build is not None:
-                from passlab.views.explorer_edit import EditSession
+                from passlab.research.edit_session import EditSession
 
                 self._session = EditSession(self._build)
             trace = getattr(trace, "trace", trace)  # a Build or a BuildError
@@ -240,20 +242,10 @@ else:
             self._panes.profiler = self._profile_view
             with no_cycle_collection():  # no collection's pause in the user's wait
                 self._ready = False  # observers wait until every trait is set
-                main = [s for s in trace if s.on_main_chain] or list(trace)
-                relax = [s for s in main if s.level == "relax"] or main
                 first = selected if selected is not None else panes.default_selection(trace)
-                state = dict(compare_a=main[0].index if main else -1,
-                             compare_b=relax[-1].index if relax else -1)
+                state = panes.trace_state(trace, kwargs.get("show_inner", False))
                 state.update(kwargs)  # e.g. compare_a=..., changed_only=True
-                complete = len(trace) <= panes.ROWS_UP_FRONT or kwargs.get("show_inner", False)
-                super().__init__(
-                    steps=panes.rows(trace, main_only=not complete), steps_complete=complete,
-                    step_count=len(trace),
-                    stages=list(dict.fromkeys(s.stage for s in trace)),
-                    summary=trace.summary().split("\n")[0],
-                    failure=trace.failure.to_text() if trace.failure is not None else "",
-                    tab=tab, has_profile=profile is not None, **state)
+                super().__init__(tab=tab, has_profile=profile is not None, **state)
                 self.visible = self._visible()
                 self._ready = True
                 self.selected = first
@@ -299,110 +291,6 @@ else:
                     setattr(self, f"{tab}_html", "")
                 self.explain_html = self.kernel_text = self.kernel_text_html = ""
                 self.kernel_html = self.code_text = ""
-
-        # ------------------------------------------------------------- editing
-        def _editing(self, what: str) -> Any:
-            if self._closed:
-                raise RuntimeError(f"{what}: this Explorer was closed; open a new one, "
-                                   "passlab.Explorer(passlab.build(model))")
-            if self._session is None:
-                raise TypeError(
-                    f"{what} needs the build, and this Explorer was opened on a "
-                    f"{'trace' if self._build is None else 'build'} it cannot re-run: open "
-                    "passlab.Explorer(passlab.build(model)) to edit and re-run")
-            return self._session
-
-        @property
-        def history(self) -> tuple:
-            """Every run of the Edit pane and of :meth:`edit`, the recorded build first:
-            immutable ``(pipeline, build, result)`` entries
-            (:class:`~passlab.views.explorer_edit.HistoryEntry`; ``build`` is None for a
-            run that failed); empty for an Explorer opened on a trace."""
-            return () if self._session is None else self._session.history
-
-        def register_pass(self, fn: Any, name: str | None = None) -> str:
-            """Offer ``fn`` (IRModule -> IRModule) in the Edit pane's insert control, under
-            ``name`` (default its ``__name__``); returns the name."""
-            out = self._editing("register_pass()").register(fn, name)
-            self._refresh_edit()
-            return out
-
-        def edit(self, new_pipeline: Any) -> Any:
-            """Re-run with ``new_pipeline`` from its first edit (``passlab.rerun``), add the
-            run to :attr:`history` and show its trace; returns the new Build (a Rerun).
-
-            Raises
-            ------
-            BuildError
-                When the edited build fails; the Edit pane shows the failing step and its
-                reproducer, and the Explorer keeps showing the previous run.
-
-            Examples
-            --------
-            >>> import passlab
-            >>> ex = passlab.Explorer(passlab.build(passlab.models.mlp()))
-            >>> r = ex.edit(ex.history[-1].pipeline.disable("FoldConstant"))
-            >>> len(ex.history), r.run().shape
-            (2, (4, 8))
-            """
-            return self._run_edit(self._editing("edit()").run(new_pipeline))
-
-        def _run_edit(self, entry: Any) -> Any:
-            if entry.build is None:
-                self._refresh_edit()
-                raise entry.error
-            self._show_run(len(self.history) - 1)
-            return entry.build
-
-        def _refresh_edit(self) -> None:
-            with self.hold_sync():
-                self.edit_pending = [e.to_dict() for e in self._session.pending]
-                if self.tab == "edit":
-                    self.edit_html = self._session.to_html()
-                else:
-                    self.edit_html = ""  # stale: re-rendered when its tab opens
-                self.rendered += 1
-
-        def _show_run(self, index: int) -> None:
-            """Show history entry ``index``: its trace in every pane."""
-            entry = self._session.show(index)
-            trace = entry.build.trace
-            head = "" if index == 0 else f"{entry.label}: "
-            self._ready = False
-            try:
-                with self.hold_sync():
-                    self._trace = trace
-                    self._panes = panes.PaneRenderer(trace)
-                    self._panes.editor = self._session
-                    self._profile_view.profile = self._profiles.get(index)
-                    self._profile_view.message = ""
-                    self._panes.profiler = self._profile_view
-                    self.has_profile = self._profile_view.profile is not None
-                    self.selected = -1
-                    main = [s for s in trace if s.on_main_chain] or list(trace)
-                    relax = [s for s in main if s.level == "relax"] or main
-                    self.compare_a = main[0].index if main else -1
-                    self.compare_b = relax[-1].index if relax else -1
-                    complete = len(trace) <= panes.ROWS_UP_FRONT or self.show_inner
-                    self.steps = panes.rows(trace, main_only=not complete)
-                    self.steps_complete, self.step_count = complete, len(trace)
-                    self.stages = list(dict.fromkeys(s.stage for s in trace))
-                    if self.stage not in self.stages:
-                        self.stage = ""
-                    self.summary = head + trace.summary().split("\n")[0]
-                    self.failure = trace.failure.to_text() if trace.failure is not None else ""
-                    for tab in panes.TABS:
-                        setattr(self, f"{tab}_html", "")
-                    self.node = self.kernel_title = self.kernel_text = self.kernel_text_html = ""
-                    self.code_title = self.code_text = ""
-                    self.visible = self._visible()
-                    self.edit_shown = index
-                    self.edit_pending = []
-            finally:
-                self._ready = True
-            self.selected = panes.default_selection(trace)
-            if self.selected == -1:
-                self._render()
 
         @contextlib.contextmanager
         def hold_sync(self) -> Iterator[None]:
@@ -571,119 +459,6 @@ else:
             where = f"{tab}:{first}:{last}:{self.diff_mode}:{self.diff_all}"
             self.ir_search_more = dict(query=query, where=where, hits=hits,
                                        functions=functions)
-
-        @t.observe("edit_pending", "edit_run", "edit_shown")
-        def _on_edit(self, change: Any) -> None:
-            if not self._ready or self._session is None:
-                return
-            s = self._session
-            try:
-                if change["name"] == "edit_pending":
-                    if [e.to_dict() for e in s.pending] == change["new"]:
-                        return  # our own echo
-                    s.set_pending(change["new"])
-                elif change["name"] == "edit_shown":
-                    if change["new"] != s.shown:
-                        s.message = ""
-                        self._show_run(change["new"])
-                else:
-                    s.message = ""
-                    if s.pending and s.run().build is not None:  # a failure shows in the pane
-                        self._show_run(len(s.history) - 1)
-            except Exception as exc:  # noqa: BLE001 - the pane says what went wrong
-                s.message = f"{type(exc).__name__}: {exc}"
-                if change["name"] == "edit_shown":
-                    self.edit_shown = s.shown
-            self._refresh_edit()
-
-        # ------------------------------------------------------------- profile
-        def run_profile(self, repeat: int = 10) -> Any:
-            """Time the shown build (``build.profile(repeat=...)``), show it in the
-            Profile pane and offer the graph's "time" colour; returns the Profile.
-
-            Examples
-            --------
-            >>> ex = Explorer(passlab.build(passlab.models.mlp()), tab="profile")
-            >>> ex.run_profile(repeat=2).entry, ex.has_profile
-            ('forward', True)
-            """
-            build = self._session.current.build if self._session is not None else None
-            if build is None:
-                raise TypeError("run_profile() needs the build, and this Explorer was opened "
-                                "on a trace: open passlab.Explorer(build), or pass "
-                                "passlab.Explorer(trace, profile=build.profile())")
-            self._set_profile(build.profile(repeat=repeat))
-            return self._profile_view.profile
-
-        def _set_profile(self, profile: Any) -> None:
-            shown = self._session.shown if self._session is not None else 0
-            self._profiles[shown] = profile
-            view = self._profile_view
-            view.profile, view.message = profile, ""
-            self._panes.forget_graphs()  # a "time" colour drawn before has other times
-            with self.hold_sync():
-                self.has_profile = profile is not None
-                self.graph_html = ""
-                self._render()
-
-        def show_kernel(self, kernel: str) -> None:
-            """Show ``kernel`` in the fused graph: the last main-chain pass whose graph
-            calls it is selected, the graph pane opened, the kernel's node picked (its
-            panel open) and focused. Weights shown when the kernel only transforms them
-            (folded into its consumers otherwise)."""
-            found = self._panes.kernel_node(kernel, self.graph_params)
-            if found is None:
-                raise ValueError(f"no fused graph of this trace calls kernel {kernel!r} "
-                                 "(a kernel the VM runs as a builtin, or one made after the "
-                                 "last Relax pass)")
-            index, params, node = found
-            self._ready = False
-            try:
-                with self.hold_sync():
-                    self.graph_params = params
-                    self.tab = "graph"
-                    self.selected = index
-                    self.node = node
-                    self.focus = [node]
-            finally:
-                self._ready = True
-            self._on_select(None)
-
-        @t.validate("profile_sort")
-        def _check_profile_sort(self, proposal: Any) -> str:
-            from passlab.views.explorer_profile import check_sort
-
-            try:
-                return check_sort(proposal["value"])
-            except ValueError as exc:
-                raise t.TraitError(str(exc)) from None
-
-        @t.observe("profile_sort", "profile_run", "profile_kernel")
-        def _on_profile(self, change: Any) -> None:
-            if not self._ready or self._closed:
-                return
-            view = self._profile_view
-            name = change["name"]
-            try:
-                if name == "profile_kernel":
-                    if not change["new"]:
-                        return
-                    self.profile_kernel = ""  # the same row clicked again is a change too
-                    self.show_kernel(change["new"])
-                    return
-                view.message = ""
-                if name == "profile_sort":
-                    view.sort = change["new"]
-                else:
-                    self.run_profile()
-                    return
-            except Exception as exc:  # noqa: BLE001 - the pane says what went wrong
-                view.message = f"{type(exc).__name__}: {exc}"
-            with self.hold_sync():
-                if self.tab == "profile":
-                    self._render()
-                else:
-                    self.profile_html = ""  # stale: redrawn when its tab opens
 
         def _render(self) -> None:
             """Fill the open pane for the current selection (a cached pane is free)."""

@@ -18,72 +18,12 @@ from passlab.analysis import _graph_groups, _graph_render
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 
-__all__ = ["PARAMS", "previous_step", "changes", "node_flops", "pane_html", "kernel_name",
+__all__ = ["PARAMS", "pane_html", "kernel_name",
            "kernel_links"]
 
 #: The graph pane's parameter modes (``fused_graph(params=...)``).
 PARAMS = ("collapse", "show", "hide")
 _DATA = _graph_render.TERMINALS
-
-
-def previous_step(trace: Trace, step: Step) -> Step | None:
-    """The main-chain pass before ``step`` whose output has a Relax function (the graph
-    that ``step``'s graph is marked against), or None."""
-    for s in reversed([s for s in trace if s.index < step.index]):
-        if s.on_main_chain and not s.failed and _tvm.has_relax_function(s.after):
-            return s
-    return None
-
-
-def _signature(g: Any, n: Any) -> tuple:
-    ins = tuple((e.shape, e.dtype) for e in g.inputs_of(n.id))
-    outs = tuple(dict.fromkeys((e.shape, e.dtype) for e in g.outputs_of(n.id)))
-    return n.kind, n.label, n.ops, ins, outs
-
-
-def changes(before: Any, after: Any, rewritten: frozenset[str] = frozenset()
-            ) -> tuple[dict[str, str], list[str]]:
-    """Marks of graph ``after`` against graph ``before``: ``({node id: "new" or
-    "rewritten"}, [removed nodes as "id (label)"])``.
-
-    A call is matched by node id, else by kernel name (a variable renamed by a pass, as
-    FuseTIR turns ``lv1`` into ``gv``). A matched call is rewritten when its kind, kernel,
-    ops or tensor shapes differ, or its kernel's name is in ``rewritten`` (the functions
-    the step modified). Data nodes (inputs, weights, output) are never marked.
-    """
-    old = {n.id: n for n in before.nodes if n.kind not in _DATA}
-    new_ids = {n.id for n in after.nodes}
-    by_label: dict[str, list[Any]] = {}
-    for n in old.values():
-        if n.id not in new_ids:
-            by_label.setdefault(n.label, []).append(n)
-    marks: dict[str, str] = {}
-    matched: set[str] = set()
-    for n in after.nodes:
-        if n.kind in _DATA:
-            continue
-        p = old.get(n.id)
-        if p is None and by_label.get(n.label):
-            p = by_label[n.label].pop(0)
-        if p is None:
-            marks[n.id] = "new"
-            continue
-        matched.add(p.id)
-        if _signature(before, p) != _signature(after, n) or n.label in rewritten:
-            marks[n.id] = "rewritten"
-    removed = [f"{n.id} ({n.label})" if n.label != n.id else n.id
-               for n in old.values() if n.id not in matched]
-    return marks, removed
-
-
-def node_flops(module: Any, g: Any) -> dict[str, float | None]:
-    """TVM's FLOP estimate of each call of graph ``g`` (drawn from ``module``): its
-    PrimFunc's, or the sum over the PrimFuncs a fused Relax function calls (FuseOps to
-    FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy).
-    The analysis is :func:`passlab.analysis.graph.kernel_flops`."""
-    from passlab.analysis.graph import kernel_flops
-
-    return kernel_flops(module, g)
 
 
 def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from passlab import _render, _tvm
+from passlab.analysis.graph import graph_changes, kernel_flops, marked_against
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_graph as eg
@@ -109,6 +110,22 @@ def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search
     return out
 
 
+def trace_state(trace: Trace, show_inner: bool = False) -> dict[str, Any]:
+    """The Explorer's traits that follow from the trace alone: its rows (on a trace of
+    more than :data:`ROWS_UP_FRONT` steps the main chain's only, unless ``show_inner``),
+    stages, one-line summary and failure, and the default compare span (the main chain's
+    first input to the Relax pipeline's last output)."""
+    main = [s for s in trace if s.on_main_chain] or list(trace)
+    relax = [s for s in main if s.level == "relax"] or main
+    complete = len(trace) <= ROWS_UP_FRONT or show_inner
+    return dict(steps=rows(trace, main_only=not complete), steps_complete=complete,
+                step_count=len(trace), stages=list(dict.fromkeys(s.stage for s in trace)),
+                summary=trace.summary().split("\n")[0],
+                failure=trace.failure.to_text() if trace.failure is not None else "",
+                compare_a=main[0].index if main else -1,
+                compare_b=relax[-1].index if relax else -1)
+
+
 def default_selection(trace: Trace) -> int:
     """The step to open on: the failing pass, else the first user pass, else the first
     main-chain pass that changed something, else the first step (-1 when empty)."""
@@ -152,8 +169,9 @@ class PaneRenderer:
         #: symbolic dimensions of the buffers after each step (a bound slider each)
         self.symbols: dict[int, tuple[str, ...]] = {}
         self._peaks: Any = None  # the per-pass peak line, computed on first use
-        #: what the Edit pane shows (an object with ``to_html()``: the Explorer's edit
-        #: session), None when the Explorer has no Build to re-run
+        #: what the Edit pane shows (the Explorer's
+        #: :class:`~passlab.research.edit_session.EditSession`), None when the Explorer
+        #: has no Build to re-run
         self.editor: Any = None
         #: what the Profile pane shows (``explorer_profile.ProfileView``: the profile of
         #: the shown build, and the graph's "time" colour), None: a note
@@ -359,14 +377,14 @@ class PaneRenderer:
         if none:
             return none
         g = self.graph(step.index, params)
-        prev = eg.previous_step(self.trace, step)
+        prev = marked_against(self.trace, step)
         marks: dict[str, str] = {}
         removed: list[str] = []
         if prev is not None and not step.failed:
             modified = frozenset(step.functions_changed.modified)
-            marks, removed = eg.changes(self.graph(prev.index, params), g, modified)
+            marks, removed = graph_changes(self.graph(prev.index, params), g, modified)
         module = step.module
-        values = eg.node_flops(module, g) if overlay == "flops" else None
+        values = kernel_flops(module, g) if overlay == "flops" else None
         if overlay == "time":
             values = self.profiler.node_times(g) if self.profiler is not None else None
             if values is None:
@@ -492,7 +510,9 @@ class PaneRenderer:
 
     def _edit(self) -> str:
         if self.editor is not None:
-            return self.editor.to_html()
+            from passlab.views.explorer_edit import pane_html
+
+            return pane_html(self.editor)
         return _note("Editing needs the build, and this Explorer was opened on a trace: "
                      "open passlab.Explorer(passlab.build(model)) to edit and re-run.")
 

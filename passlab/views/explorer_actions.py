@@ -18,17 +18,21 @@ from passlab.views.explorer_edit import pane_html
 __all__ = ["Editing", "Profiling"]
 
 
-class Editing(t.HasTraits):
+class _Shared(t.HasTraits):
+    """What both halves use of the Explorer's state (set by its ``__init__``)."""
+
+    _session: Any  # research.edit_session.EditSession, None without a Build
+    _panes: Any  # explorer_panes.PaneRenderer of the shown trace
+    _profiles: dict[int, Any]  # history entry -> its Profile
+    _profile_view: Any  # explorer_profile.ProfileView
+    _ready: bool
+    _closed: bool
+
+
+class Editing(_Shared):
     """The Edit pane's behaviour: :meth:`edit`, :meth:`register_pass`, :attr:`history`
     and the front end's pending edits, Run and "show" buttons."""
 
-    # set by the Explorer (its __init__)
-    _session: Any
-    _panes: Any
-    _profiles: dict[int, Any]
-    _profile_view: Any
-    _ready: bool
-    _closed: bool
     _trace: Any
     _build: Any
     # traits the Explorer declares (the synced state)
@@ -157,16 +161,10 @@ class Editing(t.HasTraits):
         self._refresh_edit()
 
 
-class Profiling(t.HasTraits):
+class Profiling(_Shared):
     """The Profile pane's behaviour: :meth:`run_profile`, :meth:`show_kernel`, and the
     front end's header clicks, row clicks and Profile button."""
 
-    _session: Any
-    _panes: Any
-    _profiles: dict[int, Any]
-    _profile_view: Any
-    _ready: bool
-    _closed: bool
     graph_params: str  # a trait the Explorer declares
 
     # ------------------------------------------------------------- profile

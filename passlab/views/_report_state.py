@@ -26,6 +26,7 @@ from passlab.analysis import ir_text
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import _embed, _snapshots, explorer_profile
+from passlab.views import explorer_list as listing
 from passlab.views import explorer_panes as panes
 
 __all__ = ["Bounds", "ReportData", "report_data", "CODE_LINES", "OVERLAYS", "PARAMS"]
@@ -99,10 +100,10 @@ def _main(step: Step, failing: Step | None) -> bool:
 
 def _state(trace: Trace, listed: list[Step], complete: bool) -> dict[str, Any]:
     """The Explorer's traits for the first view (explorer.py's, with no kernel behind)."""
-    rows = panes.rows(trace, main_only=not complete, steps=listed)
+    rows = listing.rows(trace, main_only=not complete, steps=listed)
     have = {r["i"] for r in rows}
-    visible = [i for i in panes.visible(trace) if i in have]
-    first = panes.default_selection(trace)
+    visible = [i for i in listing.visible(trace) if i in have]
+    first = listing.default_selection(trace)
     main = [s for s in listed if s.on_main_chain] or listed
     state: dict[str, Any] = dict(
         steps=rows, steps_complete=True, step_count=sum(1 for r in rows if r["i"] >= 0),

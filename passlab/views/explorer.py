@@ -20,6 +20,7 @@ from passlab.analysis._highlight import block_html
 from passlab.recording.trace import Step, Trace
 from passlab.views import _bundle
 from passlab.views import _explorer_life as _life
+from passlab.views import explorer_list as listing
 from passlab.views import explorer_panes as panes
 from passlab.views.explorer_profile import ProfileView
 
@@ -114,7 +115,7 @@ else:
                             "steps_complete, else the main chain's (and failed steps')"
                        ).tag(sync=True)
         steps_complete = t.Bool(True, help="steps holds every step's row. A trace of more "
-                                "than explorer_panes.ROWS_UP_FRONT steps opens with the main "
+                                "than explorer_list.ROWS_UP_FRONT steps opens with the main "
                                 "chain's rows only; the others are computed and sent when "
                                 "the list shows inner passes (show_inner) or load_rows() "
                                 "is called").tag(sync=True)
@@ -242,8 +243,8 @@ else:
             self._panes.profiler = self._profile_view
             with no_cycle_collection():  # no collection's pause in the user's wait
                 self._ready = False  # observers wait until every trait is set
-                first = selected if selected is not None else panes.default_selection(trace)
-                state = panes.trace_state(trace, kwargs.get("show_inner", False))
+                first = selected if selected is not None else listing.default_selection(trace)
+                state = listing.trace_state(trace, kwargs.get("show_inner", False))
                 state.update(kwargs)  # e.g. compare_a=..., changed_only=True
                 super().__init__(tab=tab, has_profile=profile is not None, **state)
                 self.visible = self._visible()
@@ -322,7 +323,7 @@ else:
 
         # ----------------------------------------------------------- observers
         def _visible(self) -> list[int]:
-            return panes.visible(self._trace, changed_only=self.changed_only, stage=self.stage,
+            return listing.visible(self._trace, changed_only=self.changed_only, stage=self.stage,
                                  search=self.search, show_inner=self.show_inner)
 
         def load_rows(self) -> None:
@@ -330,7 +331,7 @@ else:
             :attr:`steps` holds only the main chain's (``steps_complete`` is False)."""
             if not self.steps_complete:
                 with self.hold_sync():
-                    self.steps = panes.rows(self._trace)
+                    self.steps = listing.rows(self._trace)
                     self.steps_complete = True
                     self.rendered += 1  # the front end's busy flag waited for them
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import traitlets as t
 
+from passlab.views import explorer_list as listing
 from passlab.views import explorer_panes as panes
 from passlab.views.explorer_edit import pane_html
 
@@ -118,7 +119,7 @@ class Editing(_Shared):
                 self._panes.profiler = self._profile_view
                 self.has_profile = self._profile_view.profile is not None
                 self.selected = -1
-                for name, value in panes.trace_state(trace, self.show_inner).items():
+                for name, value in listing.trace_state(trace, self.show_inner).items():
                     setattr(self, name, value)
                 if self.stage not in self.stages:
                     self.stage = ""
@@ -132,7 +133,7 @@ class Editing(_Shared):
                 self.edit_pending = []
         finally:
             self._ready = True
-        self.selected = panes.default_selection(trace)
+        self.selected = listing.default_selection(trace)
         if self.selected == -1:
             self._render()
 

@@ -1,5 +1,6 @@
-"""What the Explorer shows, as plain functions of a trace: the pass list rows, the
-filters, and one HTML pane at a time. No Jupyter here, so it is cheap to test.
+"""What the Explorer shows, as plain functions of a trace: one HTML pane at a time (the
+pass list's rows and filters are :mod:`passlab.views.explorer_list`'s, importable from
+here too). No Jupyter here, so it is cheap to test.
 
 Every pane is rendered on demand for one step; an analysis that raises becomes a short
 error panel, never an exception in the widget.
@@ -19,8 +20,17 @@ from passlab.analysis.graph import graph_changes, kernel_flops, marked_against
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_graph as eg
+from passlab.views.explorer_list import (
+    ROWS_UP_FRONT,
+    default_selection,
+    listed,
+    rows,
+    trace_state,
+    visible,
+)
 
-__all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection", "PaneRenderer"]
+__all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection",
+           "trace_state", "PaneRenderer", "GraphDrawing"]
 
 #: The panes, in the order of the tabs.
 TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit", "profile")
@@ -40,104 +50,6 @@ def _note(text: str, cls: str = "plx-note") -> str:
 def _failed_note(step: Step) -> str:
     return _note(f"Pass {step.label!r} failed, so it has no output module; the graph and "
                  "buffers panes show the module it received (step.before).", "plx-warn")
-
-
-# ------------------------------------------------------------------------- the list
-#: A trace of at most this many steps sends every row when the Explorer opens; a larger
-#: one sends the main chain's rows first and the others (inner passes and wrappers, most
-#: of a model with weights as constants: FoldConstant's TIR builds) when the list shows
-#: them, so opening costs the same whatever the number of inner steps.
-ROWS_UP_FRONT = 400
-
-
-def rows(trace: Trace, *, main_only: bool = False,
-         steps: Sequence[Step] | None = None) -> list[dict[str, Any]]:
-    """One JSON-able row per step for the pass list (every step; filters pick some).
-    With ``main_only``, only the main chain's rows (and failed steps'): what the list
-    shows without inner passes, computed without the change sets of the other steps.
-    ``steps``: only these steps of ``trace`` (the static report's bounded list)."""
-    out = []
-    steps = list(trace) if steps is None else list(steps)
-    if main_only and any(_main(s) for s in steps):
-        steps = [s for s in steps if _main(s)]
-    pos = _numbering.positions(trace)
-    for s in steps:
-        ch = s.functions_changed
-        out.append(dict(
-            i=s.index, n=pos.get(s.index), label=_numbering.name_of(s, trace), stage=s.stage,
-            kind=s.kind, origin=s.origin, depth=s.depth, changed=bool(ch),
-            summary=ch.summary(), failed=s.failed,
-            ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
-        ))
-    # the pipeline's disabled entries did not run: greyed rows (no step: index -1 - n)
-    for n, stage, name in _numbering.disabled_entries(trace):
-        out.append(dict(i=-1 - n, n=n, label=name, stage=stage, kind="disabled",
-                        origin="tvm", depth=0, changed=False, summary="disabled",
-                        failed=False, ms=None))
-    return out
-
-
-def _main(s: Step) -> bool:
-    return s.on_main_chain or s.failed
-
-
-def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
-            show_inner: bool = False) -> list[int]:
-    """Indices of the steps the list shows: the main chain (every step with
-    ``show_inner``), optionally only changed ones, of one stage, whose label contains
-    ``search`` (case-insensitive)."""
-    steps: Sequence[Step] = list(trace)
-    if not show_inner and any(_main(s) for s in steps):
-        steps = [s for s in steps if _main(s)]
-    if changed_only:
-        steps = [s for s in steps if s.changed or s.failed]
-    if stage:
-        steps = [s for s in steps if s.stage == stage]
-    needle = search.strip().lower()
-    if needle:
-        steps = [s for s in steps if needle in s.label.lower()]
-    out = [s.index for s in steps]
-    if changed_only:
-        return out
-    # a disabled entry goes where it stands in the pipeline: before the first step of a
-    # later position (its row's index is -1 - position)
-    pos = _numbering.positions(trace)
-    for n, st, name in _numbering.disabled_entries(trace):
-        if (stage and st != stage) or (needle and needle not in name.lower()):
-            continue
-        at = next((k for k, i in enumerate(out) if pos.get(i, -1) > n), len(out))
-        out.insert(at, -1 - n)
-    return out
-
-
-def trace_state(trace: Trace, show_inner: bool = False) -> dict[str, Any]:
-    """The Explorer's traits that follow from the trace alone: its rows (on a trace of
-    more than :data:`ROWS_UP_FRONT` steps the main chain's only, unless ``show_inner``),
-    stages, one-line summary and failure, and the default compare span (the main chain's
-    first input to the Relax pipeline's last output)."""
-    main = [s for s in trace if s.on_main_chain] or list(trace)
-    relax = [s for s in main if s.level == "relax"] or main
-    complete = len(trace) <= ROWS_UP_FRONT or show_inner
-    return dict(steps=rows(trace, main_only=not complete), steps_complete=complete,
-                step_count=len(trace), stages=list(dict.fromkeys(s.stage for s in trace)),
-                summary=trace.summary().split("\n")[0],
-                failure=trace.failure.to_text() if trace.failure is not None else "",
-                compare_a=main[0].index if main else -1,
-                compare_b=relax[-1].index if relax else -1)
-
-
-def default_selection(trace: Trace) -> int:
-    """The step to open on: the failing pass, else the first user pass, else the first
-    main-chain pass that changed something, else the first step (-1 when empty)."""
-    f = trace.failure
-    if f is not None and f.step is not None:
-        return f.step.index
-    for pick in (lambda s: s.origin == "user", lambda s: s.on_main_chain and s.changed,
-                 lambda s: True):
-        for s in trace:
-            if pick(s):
-                return s.index
-    return -1
 
 
 # ------------------------------------------------------------------------ the panes
@@ -345,7 +257,7 @@ class PaneRenderer:
         module = step.module
         if module is None or _tvm.has_relax_function(module):
             return None
-        last = [s for s in self.trace if _main(s) and s.level == "relax" and s.index < step.index]
+        last = [s for s in self.trace if listed(s) and s.level == "relax" and s.index < step.index]
         hint = f" The last pass before it is {_numbering.ref(last[-1])}." if last else ""
         return _note(f"The module after {_numbering.ref(step)} has only TIR functions "
                      f"(TVM's TIR stage): the fused graph and the buffers describe Relax "
@@ -496,7 +408,7 @@ class PaneRenderer:
         fused graph has a call of ``kernel``, with the parameter mode that shows it
         (``params``, else "show" for a kernel folded into its consumers as a weight
         transform), or None."""
-        main = [s for s in self.trace if _main(s) and not s.failed and s.level == "relax"]
+        main = [s for s in self.trace if listed(s) and not s.failed and s.level == "relax"]
         for s in reversed(main):
             if not _tvm.has_relax_function(s.after):
                 continue
@@ -527,7 +439,7 @@ class PaneRenderer:
 
     def _user_runs(self) -> str:
         """Where each user pass ran in the recorded main chain: between which passes."""
-        main = [s for s in self.trace if _main(s)]
+        main = [s for s in self.trace if listed(s)]
         found = []
         for k, s in enumerate(main):
             if s.origin != "user":

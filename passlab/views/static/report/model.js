@@ -35,7 +35,7 @@ function noteWithSteps(text, steps) {
   return d.outerHTML;
 }
 
-// The steps the pass list shows, as explorer_panes.visible computes them: the main chain
+// The steps the pass list shows, as explorer_list.visible computes them: the main chain
 // (every step with show_inner), changed only, one stage, a name search; the pipeline's
 // disabled entries (rows of index -1 - position) where they stand.
 export function visibleSteps(rows, { changed_only, stage, search, show_inner }) {

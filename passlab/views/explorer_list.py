@@ -1,0 +1,113 @@
+"""The Explorer's pass list, the Python half: one JSON-able row per step, the filters
+(changed only, stage, search, inner passes) and the step to open on, and the traits that
+follow from a trace alone. No Jupyter here.
+
+The front end (``static/explorer/list.js``) draws the rows and sends the filters back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from passlab.recording import numbering as _numbering
+from passlab.recording.trace import Step, Trace
+
+__all__ = ["ROWS_UP_FRONT", "rows", "listed", "visible", "trace_state", "default_selection"]
+
+#: A trace of at most this many steps sends every row when the Explorer opens; a larger
+#: one sends the main chain's rows first and the others (inner passes and wrappers, most
+#: of a model with weights as constants: FoldConstant's TIR builds) when the list shows
+#: them, so opening costs the same whatever the number of inner steps.
+ROWS_UP_FRONT = 400
+
+
+def rows(trace: Trace, *, main_only: bool = False,
+         steps: Sequence[Step] | None = None) -> list[dict[str, Any]]:
+    """One JSON-able row per step for the pass list (every step; filters pick some).
+    With ``main_only``, only the main chain's rows (and failed steps'): what the list
+    shows without inner passes, computed without the change sets of the other steps.
+    ``steps``: only these steps of ``trace`` (the static report's bounded list)."""
+    out = []
+    steps = list(trace) if steps is None else list(steps)
+    if main_only and any(listed(s) for s in steps):
+        steps = [s for s in steps if listed(s)]
+    pos = _numbering.positions(trace)
+    for s in steps:
+        ch = s.functions_changed
+        out.append(dict(
+            i=s.index, n=pos.get(s.index), label=_numbering.name_of(s, trace), stage=s.stage,
+            kind=s.kind, origin=s.origin, depth=s.depth, changed=bool(ch),
+            summary=ch.summary(), failed=s.failed,
+            ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
+        ))
+    # the pipeline's disabled entries did not run: greyed rows (no step: index -1 - n)
+    for n, stage, name in _numbering.disabled_entries(trace):
+        out.append(dict(i=-1 - n, n=n, label=name, stage=stage, kind="disabled",
+                        origin="tvm", depth=0, changed=False, summary="disabled",
+                        failed=False, ms=None))
+    return out
+
+
+def listed(s: Step) -> bool:
+    """A step the list shows without inner passes: a main-chain one, or one that failed."""
+    return s.on_main_chain or s.failed
+
+
+def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
+            show_inner: bool = False) -> list[int]:
+    """Indices of the steps the list shows: the main chain (every step with
+    ``show_inner``), optionally only changed ones, of one stage, whose label contains
+    ``search`` (case-insensitive)."""
+    steps: Sequence[Step] = list(trace)
+    if not show_inner and any(listed(s) for s in steps):
+        steps = [s for s in steps if listed(s)]
+    if changed_only:
+        steps = [s for s in steps if s.changed or s.failed]
+    if stage:
+        steps = [s for s in steps if s.stage == stage]
+    needle = search.strip().lower()
+    if needle:
+        steps = [s for s in steps if needle in s.label.lower()]
+    out = [s.index for s in steps]
+    if changed_only:
+        return out
+    # a disabled entry goes where it stands in the pipeline: before the first step of a
+    # later position (its row's index is -1 - position)
+    pos = _numbering.positions(trace)
+    for n, st, name in _numbering.disabled_entries(trace):
+        if (stage and st != stage) or (needle and needle not in name.lower()):
+            continue
+        at = next((k for k, i in enumerate(out) if pos.get(i, -1) > n), len(out))
+        out.insert(at, -1 - n)
+    return out
+
+
+def trace_state(trace: Trace, show_inner: bool = False) -> dict[str, Any]:
+    """The Explorer's traits that follow from the trace alone: its rows (on a trace of
+    more than :data:`ROWS_UP_FRONT` steps the main chain's only, unless ``show_inner``),
+    stages, one-line summary and failure, and the default compare span (the main chain's
+    first input to the Relax pipeline's last output)."""
+    main = [s for s in trace if s.on_main_chain] or list(trace)
+    relax = [s for s in main if s.level == "relax"] or main
+    complete = len(trace) <= ROWS_UP_FRONT or show_inner
+    return dict(steps=rows(trace, main_only=not complete), steps_complete=complete,
+                step_count=len(trace), stages=list(dict.fromkeys(s.stage for s in trace)),
+                summary=trace.summary().split("\n")[0],
+                failure=trace.failure.to_text() if trace.failure is not None else "",
+                compare_a=main[0].index if main else -1,
+                compare_b=relax[-1].index if relax else -1)
+
+
+def default_selection(trace: Trace) -> int:
+    """The step to open on: the failing pass, else the first user pass, else the first
+    main-chain pass that changed something, else the first step (-1 when empty)."""
+    f = trace.failure
+    if f is not None and f.step is not None:
+        return f.step.index
+    for pick in (lambda s: s.origin == "user", lambda s: s.on_main_chain and s.changed,
+                 lambda s: True):
+        for s in trace:
+            if pick(s):
+                return s.index
+    return -1

@@ -4,6 +4,7 @@ kernel kept across steps, and zoomable plain notebook outputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 
@@ -138,8 +139,12 @@ def test_flops_overlay_colours_kernels_by_tvms_estimate(ex, trace):
     ex.selected = trace.find("DispatchSampling").index
     assert "colour by FLOPs: no kernel here has an estimate (before LegalizeOps" in ex.graph_html
     ex.graph_overlay = "none"
+    # the graph itself colours by FLOPs too: the same ramp, from the module it was drawn from
+    g = passlab.fused_graph(trace.find("FuseTIR"))
+    dot = g.to_dot("flops")
+    assert 'fillcolor="#fde725"' in dot and 'fillcolor="#440154"' in dot
     with pytest.raises(ValueError, match="overlay='flops' needs the FLOPs of each kernel"):
-        passlab.fused_graph(trace.find("FuseTIR")).to_dot("flops")
+        dataclasses.replace(g, module=None).to_dot("flops")  # a graph made by hand
 
 
 def test_kernel_links_diff_blame_buffers(ex, trace):

@@ -126,8 +126,9 @@ class Overlay:
 
 
 _NEEDS_VALUES = {
-    "flops": "overlay='flops' needs the FLOPs of each kernel, which come from the module, "
-             "not the graph: the Explorer's graph pane computes them; use overlay='bytes' here",
+    "flops": "overlay='flops' needs the FLOPs of each kernel, which come from the module "
+             "the graph was drawn from, and this graph has none (made by hand?): draw it "
+             "with passlab.analysis.fused_graph(module_or_step), or use overlay='bytes'",
     "time": "overlay='time' needs a profile: g.to_dot('time', profile=build.profile()) (in "
             "the Explorer: the Profile tab's Profile button, or Explorer(build, profile=p))"}
 

@@ -123,6 +123,9 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
     max_nodes: int | None = 200
     notes: tuple[str, ...] = field(default=())
     groups: tuple[Group, ...] = ()
+    #: the IRModule the graph was drawn from (its kernels' FLOPs for the "flops" colour);
+    #: not part of the graph's value
+    module: Any = field(default=None, repr=False, compare=False)
 
     def _items(self) -> tuple[Node, ...]:
         return self.nodes
@@ -175,15 +178,27 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
     def to_dot(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
         """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
-        ``overlay="time"`` colours kernels by their time per run in ``profile`` (a
-        :class:`~passlab.research.profile.Profile`: ``build.profile()``; see
-        :func:`kernel_times`), on the FLOPs overlay's viridis ramp, log scale.
         ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
-        each group not in ``opened`` (group ids) is one node (``group:<id>``), each
-        opened one a cluster (``cluster_group:<id>``)."""
-        return _graph_render.to_dot(
-            self, overlay_by=overlay, opened=opened,
-            values=kernel_times(self, profile) if overlay == "time" else None)
+        ``overlay="flops"`` colours kernels by TVM's FLOP estimate (:func:`kernel_flops`
+        over the module the graph was drawn from), on a viridis ramp, log scale;
+        ``overlay="time"`` by their time per run in ``profile`` (a
+        :class:`~passlab.research.profile.Profile`: ``build.profile()``; see
+        :func:`kernel_times`), on the same ramp. Each group not in ``opened`` (group ids)
+        is one node (``group:<id>``), each opened one a cluster (``cluster_group:<id>``).
+
+        Examples
+        --------
+        >>> import passlab
+        >>> trace = passlab.build(passlab.models.mlp()).trace
+        >>> "fillcolor" in fused_graph(trace.find("FuseTIR")).to_dot("flops")
+        True
+        """
+        values = None
+        if overlay == "time":
+            values = kernel_times(self, profile)
+        elif overlay == "flops" and self.module is not None:
+            values = kernel_flops(self.module, self)
+        return _graph_render.to_dot(self, overlay_by=overlay, opened=opened, values=values)
 
     def to_svg(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
@@ -299,7 +314,7 @@ def fused_graph(
         graph = _graph_focus.keep_region(graph, region)
     if collapse:
         graph = _graph_focus.collapse(graph)
-    return graph
+    return replace(graph, module=mod)
 
 
 def _mark_weights(g: FusedGraph, inputs: Sequence[str]) -> FusedGraph:

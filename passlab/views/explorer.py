@@ -1,8 +1,12 @@
 """Explorer: a Jupyter widget to walk through a recorded build, pass by pass.
 
 Python owns the state (synced traitlets); the front end (the ES modules of
-``static/explorer/``, joined into one by :func:`bundle`) only renders it and sends the user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out
-only that step's open pane (:mod:`passlab.views.explorer_panes`).
+``static/explorer/``, joined into one by :func:`bundle`) only renders it and sends the
+user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out only
+that step's open pane (:mod:`passlab.views.explorer_panes`), and the answer goes to the
+front end as one message before Python's cycle collector may run (:meth:`hold_sync`).
+The pass list's rows come from :mod:`passlab.views.explorer_list`; the Edit and Profile
+behaviour are mixins (:mod:`passlab.views.explorer_actions`).
 
 Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
 """

@@ -53,11 +53,12 @@ def no_cycle_collection() -> Iterator[None]:
     """Python's cycle collector paused while a view renders, as it was before after.
 
     Rendering allocates many short-lived strings and tuples, and each burst lets the
-    collector rescan every object a loaded trace holds (~300,000 on the 7B-shaped
-    transformer): a full collection takes 30-160 ms there, more than a first view's whole
-    budget, and a report met a thousand of them (1 s of 5-6 s). What a view leaves behind
-    is acyclic text; a cycle made meanwhile is collected after, outside the user's wait.
-    Nests; a collector the user disabled stays disabled."""
+    collector rescan every object the process holds (232,000 after ``import tvm``, which
+    imports torch; 345,000 with Swin-T's Explorer open): a full collection takes 100-400
+    ms, more than a first view's whole budget, and a report met a thousand collections
+    (1 s of 5-6 s). What a view leaves behind is acyclic text; a cycle made meanwhile is
+    collected after, outside the user's wait. Nests; a collector the user disabled stays
+    disabled."""
     was = gc.isenabled()
     gc.disable()
     try:

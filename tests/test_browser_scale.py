@@ -19,12 +19,12 @@ INNER = 10_000
 
 def test_large_trace_opens_with_the_main_chain_and_loads_inner_passes(
         mlp_build, tmp_path, lab, page, expect):
-    from passlab.views import explorer_panes
+    from passlab.views import explorer_list
 
     saved = mlp_build.trace.save(tmp_path / "mlp.trace.zip")
     big = with_inner(saved, tmp_path / "big.trace.zip", INNER)
     total = len(mlp_build.trace) + INNER
-    main = len(explorer_panes.visible(mlp_build.trace))
+    main = len(explorer_list.visible(mlp_build.trace))
     cells = ["import passlab\n\n"
              f"trace = passlab.load_trace({str(big)!r})\n"
              "ex = passlab.Explorer(trace)\nex"]

@@ -15,7 +15,7 @@ pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra
 import traitlets  # noqa: E402
 
 import passlab  # noqa: E402
-from passlab.views import explorer_panes  # noqa: E402
+from passlab.views import explorer_list, explorer_panes  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 
 ROW_KEYS = ["i", "n", "label", "stage", "kind", "origin", "depth", "changed", "summary", "failed",
@@ -131,7 +131,7 @@ def test_filters_change_the_visible_list(ex, trace):
 
 
 def test_visible_is_plain_data(trace):
-    assert explorer_panes.visible(trace, stage="finalize", changed_only=True) == [
+    assert explorer_list.visible(trace, stage="finalize", changed_only=True) == [
         27, 28, 29, 30, 33, 34]
 
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra")
 
 from passlab.recording import numbering  # noqa: E402
-from passlab.views import explorer_panes  # noqa: E402
+from passlab.views import explorer_list  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 
 
@@ -18,7 +18,7 @@ def test_steps_are_numbered_by_their_pipeline_position(mlp_build):
     trace, pipe = mlp_build.trace, mlp_build.pipeline
     fuse = trace.find("FuseOps")
     assert (fuse.index, pipe.names.index("FuseOps"), pipe.position(5)) == (10, 5, (1, 3))
-    rows = {r["i"]: r for r in explorer_panes.rows(trace)}
+    rows = {r["i"]: r for r in explorer_list.rows(trace)}
     assert (rows[10]["n"], rows[10]["label"]) == (5, "FuseOps")
     assert numbering.ref(fuse) == "#5 FuseOps"
     assert numbering.ref_title(fuse) == "step 10 of the trace"
@@ -28,7 +28,7 @@ def test_steps_are_numbered_by_their_pipeline_position(mlp_build):
     assert numbering.ref(bind) == f"tirx.BindTarget (step {bind.index})"
     # the 67 entries that ran have their positions, in order, TIR stages too; the
     # device_finalize stage (67..69) has no device function to run on on llvm
-    ran = [rows[i]["n"] for i in explorer_panes.visible(trace) if rows[i]["n"] is not None]
+    ran = [rows[i]["n"] for i in explorer_list.visible(trace) if rows[i]["n"] is not None]
     assert ran == list(range(67)) and len(pipe) == 70
     assert [e.name for e in pipe][67:] == ["tirx.LowerWarpMemory", "tirx.StmtSimplify", "tirx.LowerIntrin"]
     assert rows[trace.find("tirx.LowerIntrin").index]["n"] == 66  # the host one

@@ -14,7 +14,6 @@ import traitlets as t
 
 from passlab.views import explorer_list as listing
 from passlab.views import explorer_panes as panes
-from passlab.views.explorer_edit import pane_html
 
 __all__ = ["Editing", "Profiling"]
 
@@ -98,7 +97,7 @@ class Editing(_Shared):
         with self.hold_sync():
             self.edit_pending = [e.to_dict() for e in self._session.pending]
             if self.tab == "edit":
-                self.edit_html = pane_html(self._session)
+                self.edit_html = self._panes.pane("edit", -1)
             else:
                 self.edit_html = ""  # stale: re-rendered when its tab opens
             self.rendered += 1

@@ -1,6 +1,6 @@
 """What the Explorer shows, as plain functions of a trace: one HTML pane at a time (the
-pass list's rows and filters are :mod:`passlab.views.explorer_list`'s, importable from
-here too). No Jupyter here, so it is cheap to test.
+pass list's rows and filters are :mod:`passlab.views.explorer_list`'s). No Jupyter here,
+so it is cheap to test.
 
 Every pane is rendered on demand for one step; an analysis that raises becomes a short
 error panel, never an exception in the widget.
@@ -20,17 +20,9 @@ from passlab.analysis.graph import graph_changes, kernel_flops, marked_against
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_graph as eg
-from passlab.views.explorer_list import (
-    ROWS_UP_FRONT,
-    default_selection,
-    listed,
-    rows,
-    trace_state,
-    visible,
-)
+from passlab.views.explorer_list import listed
 
-__all__ = ["TABS", "DIFF_MODES", "ROWS_UP_FRONT", "rows", "visible", "default_selection",
-           "trace_state", "PaneRenderer", "GraphDrawing"]
+__all__ = ["TABS", "DIFF_MODES", "PaneRenderer", "GraphDrawing"]
 
 #: The panes, in the order of the tabs.
 TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit", "profile")

@@ -10,6 +10,7 @@ import pytest
 from many_steps import with_inner, with_main
 
 import passlab
+from passlab.views import explorer_list
 from passlab.views import explorer_panes as panes
 from passlab.views._report_state import read_report
 
@@ -27,10 +28,10 @@ def inner_trace(saved) -> passlab.Trace:
 
 def test_rows_main_only_are_the_rows_the_list_shows_first(mlp_build):
     trace = mlp_build.trace
-    every = panes.rows(trace)
-    main = panes.rows(trace, main_only=True)
-    assert [r["i"] for r in main] == panes.visible(trace)
-    assert main == [r for r in every if r["i"] in set(panes.visible(trace))]
+    every = explorer_list.rows(trace)
+    main = explorer_list.rows(trace, main_only=True)
+    assert [r["i"] for r in main] == explorer_list.visible(trace)
+    assert main == [r for r in every if r["i"] in set(explorer_list.visible(trace))]
 
 
 def test_explorer_opens_with_main_chain_rows_and_loads_the_rest_on_show_inner(inner_trace):

@@ -15,10 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import struct
+from typing import Any
 
 from passlab.io.validate import references
 
-__all__ = ["store_tensors", "EMPTY_SHAPE"]
+__all__ = ["store_tensors", "stored_graph", "EMPTY_SHAPE"]
 
 _HEAD = struct.Struct("<QQiiiBBH")
 #: The shape of a tensor whose data was left out (``weights=False``).
@@ -39,7 +40,14 @@ def store_tensors(ir: str, weights: bool) -> tuple[str, dict[str, int]]:
     ``weights``, every tensor empty), and counts: tensors, distinct, bytes dropped."""
     if '"ffi.Tensor"' not in ir:
         return ir, dict(tensors=0, stored=0, dropped_bytes=0)
-    graph = json.loads(ir)
+    graph, stats = stored_graph(json.loads(ir), weights)
+    return json.dumps(graph), stats
+
+
+def stored_graph(graph: dict[str, Any], weights: bool) -> tuple[dict[str, Any], dict[str, int]]:
+    """:func:`store_tensors` on a parsed graph (``json.loads`` of ``save_json``'s text),
+    rewritten in place: the caller keeps the parsed graph (``save_trace`` checks that one
+    rather than parsing what it writes again)."""
     nodes = graph["nodes"]
     first: dict[str, int] = {}
     alias: dict[int, int] = {}
@@ -60,7 +68,7 @@ def store_tensors(ir: str, weights: bool) -> tuple[str, dict[str, int]]:
             alias[i] = j
     stats = dict(tensors=tensors, stored=len(first), dropped_bytes=dropped)
     if not alias:
-        return json.dumps(graph), stats
+        return graph, stats
     # new index of each kept node; a copy's references go to its first occurrence (always
     # earlier, so every reference still points backwards)
     new, removed = [0] * len(nodes), 0
@@ -80,4 +88,4 @@ def store_tensors(ir: str, weights: bool) -> tuple[str, dict[str, int]]:
         kept.append(node)
     graph["nodes"] = kept
     graph["root_index"] = new[graph["root_index"]]
-    return json.dumps(graph), stats
+    return graph, stats

@@ -24,12 +24,16 @@ user pass can be rebuilt in a script), and ``failure.original`` is None.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import tempfile
+import threading
+import time
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +41,7 @@ from passlab import _tvm
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
 from passlab.io import validate as _limits
-from passlab.io._tensor_store import store_tensors
+from passlab.io._tensor_store import stored_graph
 from passlab.io._trace_json import check_trace_json
 from passlab.io._wellformed import check_loaded
 from passlab.io._zipcheck import check_container
@@ -151,8 +155,9 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     pipeline (as data) are kept; :func:`load_trace` reads it back, in any process. Each
     tensor constant is stored once by content; ``weights=False`` stores each as an empty
     tensor of its data type (its shape stays in the constant's type). The file is checked
-    against :func:`load_trace`'s limits before it is written: a trace that would break one
-    raises :class:`TraceFileError` naming it, and nothing is written.
+    against :func:`load_trace`'s limits before it takes ``path``'s place (it is compressed
+    meanwhile, in a thread): a trace that would break one raises :class:`TraceFileError`
+    naming it, and nothing is written.
 
     Examples
     --------
@@ -195,24 +200,59 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
             except (TypeError, ValueError):
                 dropped.append(key)
     data.update(meta=extra, dropped=dropped)
-    ir, tensors = store_tensors(tvm.ir.save_json(list(mods.mods)), weights)
+    graph, tensors = stored_graph(json.loads(tvm.ir.save_json(list(mods.mods))), weights)
+    # compact (no spaces to write, compress or skip) and exact: json.loads gives back
+    # `graph` itself, so the checks below read what the file holds without parsing it again
+    ir = json.dumps(graph, separators=(",", ":"), check_circular=False).encode()
     data["weights"] = bool(weights) and meta.get("weights", True) is not False
     data["stats"] = dict(steps=len(steps), modules=len(mods.mods), ir_bytes=len(ir), **tensors)
     path = Path(path)
     meta_bytes = json.dumps(data, indent=1).encode()
-    _check_before_write(meta_bytes, ir, path)
-    # write next to the target, then rename: a crash never leaves a half-written trace
+    # write next to the target, then rename: a crash never leaves a half-written trace.
+    # The archive is compressed in a thread while the checks run (zlib lets go of the GIL);
+    # a check that fails stops it and nothing is left behind.
     fd, tmp = tempfile.mkstemp(prefix=".passlab-", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED,
-                                                        compresslevel=6) as z:
-            z.writestr(_META, meta_bytes)
-            z.writestr(_IR, ir)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    stop = threading.Event()
+    with ThreadPoolExecutor(1, thread_name_prefix="passlab-save") as pool:
+        written = pool.submit(_write_archive, fd, meta_bytes, ir, stop)
+        try:
+            _check_before_write(meta_bytes, ir, graph, path)
+            del graph
+            written.result()
+            os.replace(tmp, path)
+        except BaseException:
+            stop.set()
+            with contextlib.suppress(BaseException):
+                written.result()
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path
+
+
+#: Bytes of ir.json handed to the compressor at a time: small enough that a refused save
+#: stops within a few milliseconds, large enough that the loop costs nothing.
+_CHUNK = 4 << 20
+
+
+class _Stopped(Exception):
+    """The checks refused the trace while its archive was being written."""
+
+
+def _write_archive(fd: int, meta: bytes, ir: bytes, stop: threading.Event) -> None:
+    """Write the trace's zip archive to the open file ``fd`` (and close it)."""
+    with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED,
+                                                    compresslevel=6) as z:
+        z.writestr(_META, meta)
+        info = zipfile.ZipInfo(_IR, date_time=time.localtime(time.time())[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED  # at zlib's default level, 6
+        info.external_attr = 0o600 << 16  # as ZipFile.writestr: -rw-------
+        info.file_size = len(ir)  # known up front: zip64 headers when it needs them
+        view = memoryview(ir)
+        with z.open(info, "w") as dest:
+            for at in range(0, len(ir), _CHUNK):
+                if stop.is_set():
+                    raise _Stopped
+                dest.write(view[at:at + _CHUNK])
 
 
 def _fit(text: str, limit: int) -> str:
@@ -226,27 +266,26 @@ def _fit(text: str, limit: int) -> str:
                          "was saved)"
 
 
-def _check_before_write(meta: bytes, ir: str, path: Path) -> None:
+def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Path) -> None:
     """The checks :func:`load_trace` makes before TVM parses the file, on what is about to
-    be written: a trace that breaks a limit is refused here, with the limit named."""
+    be written (``graph`` is ``json.loads(ir)``): a trace that breaks a limit is refused
+    here, with the limit named."""
     def bad(why: str) -> TraceFileError:
         return TraceFileError(f"trace.save({str(path)!r}) refused: the file would not load "
                               f"back ({why}); nothing was written. trace.save(path, "
                               "weights=False) leaves the tensor data out, trace[a:b] saves "
                               "part of the steps")
-    raw = ir.encode()
     for name, blob, limit in ((_META, meta, _limits.MAX_TRACE_JSON_BYTES),
-                              (_IR, raw, _limits.MAX_IR_JSON_BYTES)):
+                              (_IR, ir, _limits.MAX_IR_JSON_BYTES)):
         if len(blob) > limit:
             which = "MAX_TRACE_JSON_BYTES" if name == _META else "MAX_IR_JSON_BYTES"
             raise bad(f"its {name} would be {len(blob):,} bytes, over the {limit:,} of "
                       f"passlab.io.validate.{which}")
     try:
         data = _parse(meta, _META, _limits.MAX_TRACE_JSON_VALUES, path)
-        graph = _parse(raw, _IR, _limits.MAX_IR_JSON_VALUES, path)
+        _count_values(ir, _IR, _limits.MAX_IR_JSON_VALUES, path)
     except TraceFileError as exc:
         raise bad(str(exc).split(": ", 1)[-1].split(". A trace file")[0]) from None
-    del raw
     inner = lambda why: bad(why)  # noqa: E731
     check_trace_json(data, _limits.modules_in(graph, inner), inner)
     _limits.check_ir_graph(graph, inner)
@@ -281,12 +320,16 @@ def _parse(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> An
     values: every ``,``, ``[`` and ``{`` starts at most one, and each costs the parser at
     most ~100 bytes, so the parse stays within the memory budget (a file of ``[],[],...``
     would otherwise allocate 20 times its size)."""
+    _count_values(raw, name, max_tokens, path)
+    return json.loads(raw)
+
+
+def _count_values(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> None:
     tokens = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
     if tokens > max_tokens:
         limit = "MAX_TRACE_JSON_VALUES" if name == _META else "MAX_IR_JSON_VALUES"
         raise _bad(path, f"its {name} holds more than {max_tokens:,} JSON values, the most "
                          f"passlab parses (passlab.io.validate.{limit})")
-    return json.loads(raw)
 
 
 def _read(path: Path) -> tuple[dict[str, Any], bytearray]:

@@ -528,6 +528,38 @@ def test_save_refuses_a_trace_that_would_not_load(mlp_build, tmp_path, monkeypat
     assert not target.exists() and list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_during_the_checks_of_a_save_leaves_no_file(mlp_build, tmp_path, monkeypatch):
+    """The archive is written in a thread while the checks run: stopped, it is removed."""
+    target = tmp_path / "t.trace.zip"
+    previous = mlp_build.trace.save(tmp_path / "keep.trace.zip")
+
+    def interrupted(graph, what):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(limits, "check_ir_graph", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        mlp_build.trace.save(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [previous.name]
+    with pytest.raises(KeyboardInterrupt):
+        mlp_build.trace.save(previous)  # an existing file stays as it was
+    monkeypatch.undo()
+    assert load_trace(previous).to_text() == mlp_build.trace.to_text()
+
+
+def test_a_saved_archive_is_a_plain_zip_with_both_members(mlp_build, tmp_path):
+    path = mlp_build.trace.save(tmp_path / "t.trace.zip")
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        infos = {i.filename: i for i in z.infolist()}
+        assert sorted(infos) == ["ir.json", "trace.json"]
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in infos.values())
+        assert all(i.external_attr >> 16 == 0o600 for i in infos.values())
+        graph = json.loads(z.read("ir.json"))
+        meta = json.loads(z.read("trace.json"))
+    assert meta["stats"]["ir_bytes"] == infos["ir.json"].file_size
+    assert graph["nodes"][graph["root_index"]]["type"] == "ffi.Array"
+
+
 @pytest.mark.slow
 def test_a_reproducer_of_a_weightless_trace_draws_its_weights(with_tensors, tmp_path):
     build, _ = with_tensors

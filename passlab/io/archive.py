@@ -213,19 +213,27 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     # a check that fails stops it and nothing is left behind.
     fd, tmp = tempfile.mkstemp(prefix=".passlab-", suffix=".tmp", dir=path.parent or ".")
     stop = threading.Event()
-    with ThreadPoolExecutor(1, thread_name_prefix="passlab-save") as pool:
-        written = pool.submit(_write_archive, fd, meta_bytes, ir, stop)
-        try:
-            _check_before_write(meta_bytes, ir, graph, path)
+    written = None
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="passlab-save") as pool:
+            written = pool.submit(_write_archive, fd, meta_bytes, ir, stop)
+            try:
+                _check_before_write(meta_bytes, ir, graph, path)
+            except BaseException:  # refused or interrupted: stop the writer before the
+                stop.set()  # pool waits for it
+                raise
             del graph
             written.result()
-            os.replace(tmp, path)
-        except BaseException:
-            stop.set()
+        os.replace(tmp, path)
+    except BaseException:
+        stop.set()
+        if written is None:  # the writer never started (interpreter shutting down)
+            os.close(fd)
+        else:
             with contextlib.suppress(BaseException):
                 written.result()
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

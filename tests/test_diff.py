@@ -402,10 +402,21 @@ def test_mimebundle_never_raises():
         def same_as(self, other):
             return False
 
-    bad = ModuleDiff((FunctionDiff("f", "added", "tir", None, None, Broken()),))
-    bundle = bad._repr_mimebundle_()
+    # a function TVM cannot print is a one-line note in the diff, the rest still shows
+    odd = ModuleDiff((FunctionDiff("f", "added", "tir", None, None, Broken()),))
+    assert odd._repr_mimebundle_()["text/plain"].endswith(
+        "+# TVM could not print f: RuntimeError: printer exploded")
+
+    class BrokenDiff(ModuleDiff):
+        def to_text(self, *args, **kwargs):
+            raise RuntimeError("printer exploded")
+
+        def to_html(self, *args, **kwargs):
+            raise RuntimeError("printer exploded")
+
+    bundle = BrokenDiff(())._repr_mimebundle_()
     assert bundle["text/plain"] == (
-        "<ModuleDiff: could not display: RuntimeError('printer exploded')>")
+        "<BrokenDiff: could not display: RuntimeError('printer exploded')>")
     assert "passlab-error" in bundle["text/html"]
     assert "RuntimeError: printer exploded" in bundle["text/html"]
 

@@ -146,11 +146,12 @@ def _print(func: Any, name: str) -> str:
 
 
 def function_text(func: Any, name: str) -> str:
-    """TVMScript of one module function as ``def name(...)``, without import headers."""
+    """TVMScript of one module function as ``def name(...)``, without import headers; a
+    one-line ``# TVM could not print ...`` comment where TVM's printer raises."""
     key = (_address(func), name)
     text = _CACHE.get(key)
     if text is None:
-        text = _print(func, name)
+        text = _print_job(func, name, None)
         _CACHE.put(key, func, text)
     return text
 
@@ -249,7 +250,7 @@ def head_text(func: Any, name: str, count: int) -> str:
     key = (_address(func), name, count)
     text = _CACHE.get(key)
     if text is None:
-        text = _strip_head_tail(_print(_head(func, count), name))
+        text = _print_job(func, name, count)
         _CACHE.put(key, func, text)
     return text
 
@@ -268,9 +269,19 @@ def _job_key(func: Any, name: str, count: int | None) -> tuple[Any, ...]:
 
 
 def _print_job(func: Any, name: str, count: int | None) -> str:
-    if count is not None and binding_count(func) > count:
-        return _strip_head_tail(_print(_head(func, count), name))
-    return _print(func, name)
+    """:func:`function_text` (``count`` None) or :func:`head_text`, printed. A loaded
+    trace can hold a function that passes TVM's well-formedness check and still makes
+    its printer raise (a fuzzed trace: an array one element short, a loop whose bounds'
+    type differs from its variable's): its text is then a one-line comment that says so,
+    and each view shows it where the function would be, instead of failing whole."""
+    try:
+        if count is not None and binding_count(func) > count:
+            return _strip_head_tail(_print(_head(func, count), name))
+        return _print(func, name)
+    except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
+        _log.debug("TVM could not print %s", name, exc_info=True)
+        why = " ".join((str(exc).strip().splitlines() or [""])[-1].split())[:300]
+        return f"# TVM could not print {name}: {type(exc).__name__}: {why}".rstrip(": ")
 
 
 def prefetch(jobs: Iterable[tuple[Any, ...]]) -> int:

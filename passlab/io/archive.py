@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from passlab import _tvm
+from passlab._render import no_cycle_collection
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
 from passlab.io import validate as _limits
@@ -168,6 +169,11 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     >>> len(load_trace(path)) == len(trace)
     True
     """
+    with no_cycle_collection():  # millions of JSON values, none of them in a cycle
+        return _save(trace, Path(path), weights)
+
+
+def _save(trace: Trace, path: Path, weights: bool) -> Path:
     import tvm
 
     mods = _Modules()
@@ -206,7 +212,6 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     ir = json.dumps(graph, separators=(",", ":"), check_circular=False).encode()
     data["weights"] = bool(weights) and meta.get("weights", True) is not False
     data["stats"] = dict(steps=len(steps), modules=len(mods.mods), ir_bytes=len(ir), **tensors)
-    path = Path(path)
     meta_bytes = json.dumps(data, indent=1).encode()
     # write next to the target, then rename: a crash never leaves a half-written trace.
     # The archive is compressed in a thread while the checks run (zlib lets go of the GIL);
@@ -395,9 +400,13 @@ def load_trace(path: str | os.PathLike) -> Trace:
         The file is missing, not a trace, truncated, corrupt, crafted, too large, or
         from a newer passlab.
     """
+    with no_cycle_collection():  # millions of JSON values, none of them in a cycle
+        return _load(Path(path))
+
+
+def _load(path: Path) -> Trace:
     from tvm_ffi.serialization import from_json_graph_str
 
-    path = Path(path)
     data, ir = _read(path)
     versions = data.get("versions")
     saved_with = versions.get("apache-tvm", "?") if isinstance(versions, dict) else "?"

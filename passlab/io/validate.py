@@ -93,6 +93,10 @@ _NULLABLE = frozenset({"ir.Span", "ir.Attrs"})
 # (type, field) pairs that TVM writes as null although the field's type is not nullable:
 # the thread IterVars of GPU kernels (``threadIdx.x``, ``blockIdx.x``) have no range.
 _NULLABLE_FIELDS = frozenset({("tirx.IterVar", "dom")})
+# (type, field) pairs typed Any, so null passes their schema, that TVM never writes as null
+# and dereferences: a constant whose value is null loaded, passed TVM's well-formedness
+# check and crashed the printer with SIGSEGV (found by benchmarks/fuzz_traces.py, seed 9).
+_NOT_NULL_FIELDS = frozenset({("ir.GenericConst", "value")})
 # Fields that hold a name (of a function, variable, buffer, attribute key): capped at
 # MAX_NAME characters, other strings at MAX_STRING.
 _NAME_FIELDS = frozenset({"name", "name_hint", "global_symbol"})
@@ -345,28 +349,58 @@ def check_ir_graph(graph: Any, what: Callable[[str], TraceFileError]) -> None:
         raise g.fail(root, "the root of a trace's IR is an array of ir.IRModule nodes")
 
 
+#: How :func:`_check_node` reads a field: (static kind, type schema, memo key of the
+#: schema or None, the schema checks a container's elements, the valid integers or None,
+#: a name field, a field TVM writes as null although its type is not nullable, a field
+#: whose type allows null but TVM never writes one).
+_FieldPlan = tuple[int, Any, int | None, bool, range | None, bool, bool, bool]
+_OWN_FORM, _ENUM = "own form", "enum"
+
+
+@cache
+def _plan(key: str) -> tuple[dict[str, _FieldPlan], frozenset[str], bool] | str | None:
+    """What checking an object node of type ``key`` takes, looked up once per type: None
+    for a type that is not IR, :data:`_OWN_FORM`, :data:`_ENUM`, or (field plans,
+    required fields, an immediate whose value is checked against its type)."""
+    t = _type(key)
+    if t is None:
+        return None
+    if t[2]:
+        return _OWN_FORM
+    if _is_a(key, "ffi.Enum"):
+        return _ENUM
+    fields = {name: (static, schema, None if schema is None else id(schema),
+                     schema is not None and schema[0] in _CONTAINERS,
+                     _int_ranges().get((key, name)), name in _NAME_FIELDS,
+                     (key, name) in _NULLABLE_FIELDS, (key, name) in _NOT_NULL_FIELDS)
+              for name, (static, schema, _) in _fields(key).items()}
+    return fields, _required(key), key in ("ir.IntImm", "ir.FloatImm")
+
+
 def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[int]:
     data = node.get("data")
     if key in _PLAIN:
         return _check_plain(g, i, key, data)
-    t = _type(key)
-    if t is None:
+    plan = _plan(key)
+    if plan is None:
         raise g.fail(i, "is not an IR type registered by this TVM (a trace holds IR "
                         "modules: ir., relax., tirx., s_tir., prim. ... types)")
-    if t[2]:
+    if isinstance(plan, str):
+        if plan == _ENUM:
+            raise g.fail(i, "an enum type never appears in a module's IR")
         check_own_form(g, i, key, data)
         return ()
-    if _is_a(key, "ffi.Enum"):
-        raise g.fail(i, "an enum type never appears in a module's IR")
     if not isinstance(data, dict):
         raise g.fail(i, "an object's data is a dict of its fields")
-    fields = _fields(key)
+    fields, required, imm = plan
+    kind, memo = g.kind, g.memo
     children = []
     for name, value in data.items():
-        if name not in fields:
+        field = fields.get(name)
+        if field is None:
             raise g.fail(i, f"{key} has no such field (its fields: "
                             f"{', '.join(fields) or 'none'})", name)
-        static, schema, _ = fields[name]
+        static, schema, sid, container, valid, is_name, nullable, not_null = field
         if static == _NONE:
             if value is not None:
                 raise g.fail(i, "must be null", name)
@@ -376,7 +410,6 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
         elif static == _INT:
             if type(value) is not int or not _INT64[0] <= value <= _INT64[1]:
                 raise g.fail(i, f"must be a 64-bit integer, not {value!r:.40}", name)
-            valid = _int_ranges().get((key, name))
             if valid is not None and value not in valid:
                 raise g.fail(i, f"is {value}, not in {valid.start}..{valid.stop - 1}", name)
         elif static == _FLOAT:
@@ -385,21 +418,31 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
         elif static == _DTYPE:
             _check_dtype(g, i, value, name)
         else:
-            j = g.ref(i, value, name)
-            why = g.conforms(schema, j)
-            if why and (key, name) in _NULLABLE_FIELDS and g.kind[j] == "None":
+            if type(value) is not int or not 0 <= value < i:
+                g.ref(i, value, name)  # raises, saying what a reference is
+            j = value
+            if sid is None:
                 why = None
-            if not why and name in _NAME_FIELDS and g.kind[j] == "ffi.String" and \
+            else:  # Graph.conforms, inlined: this is the check's innermost loop
+                mk = (sid, j) if container else (sid, kind[j])
+                why = memo.get(mk, memo)
+                if why is memo:
+                    why = memo[mk] = g._conforms(schema, j)
+            if why and nullable and kind[j] == "None":
+                why = None
+            if not why and not_null and kind[j] == "None":
+                why = f"is null, but TVM requires a value for {key}.{name}"
+            if not why and is_name and kind[j] == "ffi.String" and \
                     len(g.nodes[j]["data"]) > MAX_NAME:
                 why = f"is a name of {len(g.nodes[j]['data']):,} characters; at most " \
                       f"{MAX_NAME:,} are read (passlab.io.validate.MAX_NAME)"
             if why:
                 raise g.fail(i, f"refers to node {j}, which {why}", name)
             children.append(j)
-    if not _required(key) <= data.keys():
-        missing = [n for n in _required(key) if n not in data]
+    if not required <= data.keys():
+        missing = [n for n in required if n not in data]
         raise g.fail(i, f"lacks the required field(s) {', '.join(missing)}")
-    if key in ("ir.IntImm", "ir.FloatImm"):
+    if imm:
         check_imm(g, i, key, data)
     return children
 

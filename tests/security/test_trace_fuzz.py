@@ -131,6 +131,10 @@ GRAPH_EDITS = [
      "tirx.For", "tirx.For", ", field 'kind': is 8283, not in 0..4"),
     ("odd map", lambda n: n[first(n, "ffi.Map")]["data"].append(0),
      "ffi.Map", "ffi.Map", ": a map's data alternates keys and values (an even length)"),
+    # typed Any, so null fits the schema; loaded, it crashed the printer (fuzz seed 9)
+    ("null constant", lambda n: n[first(n, "ir.GenericConst")]["data"].update(value=0),
+     "ir.GenericConst", "ir.GenericConst", ", field 'value': refers to node 0, which is "
+     "null, but TVM requires a value for ir.GenericConst.value"),
 ]
 
 
@@ -232,6 +236,36 @@ def test_a_checker_that_crashes_cannot_take_the_process_down(saved, tmp_path):
     msg = error(path)
     assert msg.startswith(f"{path} is not a readable passlab trace: module ")
     assert msg.endswith(f" crashes TVM's well-formedness check (SIGSEGV). {RIGHT}")
+
+
+def test_a_function_tvm_cannot_print_is_a_note_in_every_view(saved, tmp_path):
+    # a loop whose lower bound is a bool constant: well formed by TVM's check, but TVM's
+    # printer raises on it (found by fuzzing, seed 9, where the report failed whole)
+    def edit(nodes):
+        i = first(nodes, "tirx.For")
+        var_ty = nodes[nodes[i]["data"]["loop_var"]]["data"]["ty"]
+        nodes[i]["data"]["min"] = max(
+            k for k, x in enumerate(nodes[:i])
+            if x["type"] == "ir.IntImm" and x["data"]["ty"] != var_ty
+            and nodes[x["data"]["ty"]]["data"]["dtype"] == "bool")
+
+    from passlab.analysis.ir_text import function_text
+    from passlab.views.explorer_panes import PaneRenderer
+
+    trace = load_trace(with_ir(saved, tmp_path / "odd.zip", edit))
+    notes = [(s, gv.name_hint, f) for s in trace if s.after is not None
+             for gv, f in s.after.functions.items()
+             if function_text(f, gv.name_hint).startswith("# TVM could not print")]
+    assert notes, "the edited loop is in no function"
+    step, name, func = notes[0]
+    text = function_text(func, name)
+    assert text.startswith(f"# TVM could not print {name}: InternalError: Check failed: ")
+    assert "\n" not in text
+    html = PaneRenderer(trace).pane("diff", step.index)
+    assert "TVM could not print" in html
+    report = trace.write_report(tmp_path / "odd.html")
+    assert report.stat().st_size > 100_000  # the whole report, not an error page
+    assert "s_tir" in trace.to_text()
 
 
 # ----------------------------------------------------------------------- fuzzing

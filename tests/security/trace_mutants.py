@@ -184,7 +184,9 @@ def _ir_mutation(graph: dict, rng: random.Random) -> str:
 
 
 def _meta_mutation(meta: dict, rng: random.Random) -> str:
-    steps = meta.get("steps") or []
+    # an earlier edit of the same mutant may have made "steps" or a record anything
+    steps = meta.get("steps") if isinstance(meta.get("steps"), list) else []
+    steps = [r for r in steps if isinstance(r, dict) and r]
     op = rng.choice(["step", "step", "step", "step", "top", "failure", "drop_step_key",
                      "text", "text"])
     if op == "text":  # a string anywhere: step names, the target, warnings, messages
@@ -284,14 +286,16 @@ for path in open(sys.argv[1]).read().split("\n")[int(sys.argv[2]):]:
         t.to_html()
         outcome = "ok"
         if DEEP:  # also print every distinct function, as the report and explorer do
+            # (a function TVM's printer raises on is a one-line note there, not an error)
+            from passlab.analysis.ir_text import function_text
             seen = set()
             for s in t:
                 for m in (s.before, s.after):
-                    for f in ([] if m is None else m.functions.values()):
+                    for gv, f in ([] if m is None else m.functions.items()):
                         if f.__chandle__() not in seen:
                             seen.add(f.__chandle__())
                             try:
-                                f.script()
+                                function_text(f, gv.name_hint)
                             except Exception as exc:
                                 outcome = "print-error " + type(exc).__name__
     except TraceFileError:

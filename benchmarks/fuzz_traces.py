@@ -1,6 +1,7 @@
 """Mutation fuzzing of saved traces, the long run of ``tests/security/test_trace_fuzz.py``.
 
-Saves a fresh trace of ``passlab.models.mlp()``, writes ``--mutants`` random edits of the
+Saves a fresh trace of ``passlab.models.mlp()`` (``--model``, ``--target``: another
+built-in model or target), writes ``--mutants`` random edits of the
 files inside it (indices, references to nodes of the same type or type family, swapped
 fields and nodes, nulls, numbers, strings of every length with lone surrogates and
 control characters, types, truncation, duplication) and, for one in ten, of the zip
@@ -40,11 +41,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="also print every function of each mutant that loads (as the "
                          "report and explorer do); an exception there is 'print-error'")
     ap.add_argument("--keep", help="folder to keep the mutants in (default: a temporary one)")
+    ap.add_argument("--model", default="mlp", choices=passlab.models.NAMES,
+                    help="the built-in model whose trace is mutated (default: mlp)")
+    ap.add_argument("--target", default="llvm",
+                    help="the build's target, e.g. cuda (built without a GPU; default: llvm)")
     args = ap.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="passlab-fuzz-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        base = passlab.build(passlab.models.mlp()).trace.save(folder / "mlp.trace.zip")
+        model = passlab.models.by_name(args.model)
+        base = passlab.build(model, target=args.target).trace.save(
+            folder / f"{args.model}.trace.zip")
         what = make_mutants(base, folder, args.mutants, args.seed)
         res = run_mutants(list(what), what, timeout=args.timeout, print_ir=args.print_ir,
                           progress=lambda line: print("  finding:", line, flush=True))

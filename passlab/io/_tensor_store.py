@@ -3,7 +3,7 @@
 ``tvm.ir.save_json`` writes an object once per identity, but FoldConstant makes new tensor
 objects with the content of the ones it folded (and a module's weights appear again in
 every snapshot that rebuilt them): a model's weights are then stored about twice.
-:func:`store_tensors` rewrites the JSON graph so that every tensor content is one node
+:func:`stored_graph` rewrites the JSON graph so that every tensor content is one node
 (references to a copy point at the first one, the copies are removed and the indices
 closed up), and with ``weights=False`` replaces each tensor by an empty one of the same
 data type (its shape stays in the constant's type): views, diffs and reports read only
@@ -13,13 +13,12 @@ the type, and a reproducer draws seeded random values for it.
 from __future__ import annotations
 
 import base64
-import json
 import struct
 from typing import Any
 
 from passlab.io.validate import references
 
-__all__ = ["store_tensors", "stored_graph", "EMPTY_SHAPE"]
+__all__ = ["stored_graph", "EMPTY_SHAPE"]
 
 _HEAD = struct.Struct("<QQiiiBBH")
 #: The shape of a tensor whose data was left out (``weights=False``).
@@ -35,19 +34,10 @@ def _placeholder(data: str) -> str:
     return base64.b64encode(blob).decode()
 
 
-def store_tensors(ir: str, weights: bool) -> tuple[str, dict[str, int]]:
-    """``ir`` (a ``save_json`` graph) with every tensor content stored once (and, without
-    ``weights``, every tensor empty), and counts: tensors, distinct, bytes dropped."""
-    if '"ffi.Tensor"' not in ir:
-        return ir, dict(tensors=0, stored=0, dropped_bytes=0)
-    graph, stats = stored_graph(json.loads(ir), weights)
-    return json.dumps(graph), stats
-
-
 def stored_graph(graph: dict[str, Any], weights: bool) -> tuple[dict[str, Any], dict[str, int]]:
-    """:func:`store_tensors` on a parsed graph (``json.loads`` of ``save_json``'s text),
-    rewritten in place: the caller keeps the parsed graph (``save_trace`` checks that one
-    rather than parsing what it writes again)."""
+    """A parsed ``save_json`` graph with every tensor content stored once (and, without
+    ``weights``, every tensor empty), rewritten in place, and counts: tensors, distinct,
+    bytes dropped. ``save_trace`` checks this graph rather than parsing what it writes."""
     nodes = graph["nodes"]
     first: dict[str, int] = {}
     alias: dict[int, int] = {}

@@ -349,11 +349,10 @@ def check_ir_graph(graph: Any, what: Callable[[str], TraceFileError]) -> None:
         raise g.fail(root, "the root of a trace's IR is an array of ir.IRModule nodes")
 
 
-#: How :func:`_check_node` reads a field: (static kind, type schema, memo key of the
-#: schema or None, the schema checks a container's elements, the valid integers or None,
-#: a name field, a field TVM writes as null although its type is not nullable, a field
-#: whose type allows null but TVM never writes one).
-_FieldPlan = tuple[int, Any, int | None, bool, range | None, bool, bool, bool]
+#: How :func:`_check_node` reads a field: (static kind, type schema, the valid integers or
+#: None, a name field, a field TVM writes as null although its type is not nullable, a
+#: field whose type allows null but TVM never writes one).
+_FieldPlan = tuple[int, Any, range | None, bool, bool, bool]
 _OWN_FORM, _ENUM = "own form", "enum"
 
 
@@ -369,9 +368,7 @@ def _plan(key: str) -> tuple[dict[str, _FieldPlan], frozenset[str], bool] | str 
         return _OWN_FORM
     if _is_a(key, "ffi.Enum"):
         return _ENUM
-    fields = {name: (static, schema, None if schema is None else id(schema),
-                     schema is not None and schema[0] in _CONTAINERS,
-                     _int_ranges().get((key, name)), name in _NAME_FIELDS,
+    fields = {name: (static, schema, _int_ranges().get((key, name)), name in _NAME_FIELDS,
                      (key, name) in _NULLABLE_FIELDS, (key, name) in _NOT_NULL_FIELDS)
               for name, (static, schema, _) in _fields(key).items()}
     return fields, _required(key), key in ("ir.IntImm", "ir.FloatImm")
@@ -393,14 +390,14 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
     if not isinstance(data, dict):
         raise g.fail(i, "an object's data is a dict of its fields")
     fields, required, imm = plan
-    kind, memo = g.kind, g.memo
+    kind = g.kind
     children = []
     for name, value in data.items():
         field = fields.get(name)
         if field is None:
             raise g.fail(i, f"{key} has no such field (its fields: "
                             f"{', '.join(fields) or 'none'})", name)
-        static, schema, sid, container, valid, is_name, nullable, not_null = field
+        static, schema, valid, is_name, nullable, not_null = field
         if static == _NONE:
             if value is not None:
                 raise g.fail(i, "must be null", name)
@@ -421,13 +418,7 @@ def _check_node(g: _Graph, i: int, key: str, node: dict[str, Any]) -> Sequence[i
             if type(value) is not int or not 0 <= value < i:
                 g.ref(i, value, name)  # raises, saying what a reference is
             j = value
-            if sid is None:
-                why = None
-            else:  # Graph.conforms, inlined: this is the check's innermost loop
-                mk = (sid, j) if container else (sid, kind[j])
-                why = memo.get(mk, memo)
-                if why is memo:
-                    why = memo[mk] = g._conforms(schema, j)
+            why = g.conforms(schema, j)
             if why and nullable and kind[j] == "None":
                 why = None
             if not why and not_null and kind[j] == "None":

@@ -475,13 +475,12 @@ def test_weights_are_stored_once_or_left_out(with_tensors, tmp_path):
 
 
 def test_two_tensors_of_one_content_are_stored_once(tmp_path):
-    from passlab.io._tensor_store import store_tensors
+    from passlab.io._tensor_store import stored_graph
 
     graph = {"root_index": 3, "nodes": [
         _tensor(2, 32, 2, 8), _tensor(2, 32, 2, 8), _tensor(2, 32, 3, 12),
         {"type": "ffi.Array", "data": [0, 1, 2]}], "metadata": {}}
-    ir, stats = store_tensors(json.dumps(graph), weights=True)
-    out = json.loads(ir)
+    out, stats = stored_graph(json.loads(json.dumps(graph)), weights=True)
     assert stats == {"tensors": 3, "stored": 2, "dropped_bytes": 0}
     assert out["nodes"][-1] == {"type": "ffi.Array", "data": [0, 0, 1]}
     assert out["root_index"] == 2 and len(out["nodes"]) == 3

@@ -287,8 +287,7 @@ class PaneRenderer:
         if prev is not None and not step.failed:
             modified = frozenset(step.functions_changed.modified)
             marks, removed = graph_changes(self.graph(prev.index, params), g, modified)
-        module = step.module
-        values = kernel_flops(module, g) if overlay == "flops" else None
+        values = kernel_flops(g.module, g) if overlay == "flops" else None
         if overlay == "time":
             values = self.profiler.node_times(g) if self.profiler is not None else None
             if values is None:

@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-# Both create the virtual environment at .venv (once) with every Python dependency
-# (torch is the pinned CPU build, torch==2.13.0, so that the PyTorch import is tested);
+# Both create the virtual environment at .venv (once) with every Python dependency, at the
+# exact versions of constraints.txt (torch is PyTorch's CPU build, 2.13.0+cpu: set
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu where no local wheel has it);
 # `make test` also installs the Debian packages the browser tests need.
 PYTHON ?= python3
 VENV   := .venv
@@ -9,10 +10,10 @@ STAMP  := $(VENV)/.passlab-installed
 
 .PHONY: demo test test-fast bench system-deps clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[notebook,onnx,test,torch]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[notebook,onnx,test,torch]"
 	# torchvision's pure-Python architectures for tests/corpus.py, outside site-packages
 	# (pins: [tool.passlab] in pyproject.toml; why: tests/corpus.py's docstring)
 	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/passlab-torchvision \

@@ -21,7 +21,7 @@ PACKAGE = ROOT / "passlab"
 #: names, and the wiring of conveniences that reach upwards.
 LAYERS: list[tuple[str, ...]] = [
     ("passlab.errors",),
-    ("passlab._render", "passlab._sequence"),
+    ("passlab._render", "passlab._sequence", "passlab._progress"),
     ("passlab._tvm",),
     ("passlab.models",),
     ("passlab.pipeline",),

@@ -272,13 +272,22 @@ def _has_ancestor(trace, step, anc) -> bool:
     return False
 
 
-def test_progress_callable_and_terminal_line(capsys):
+def test_progress_callable_and_bar(capsys):
     seen = []
     passlab.build(passlab.models.mlp(), progress=lambda name, n: seen.append((name, n)))
     names = [n for n, _ in seen]
     assert names[:3] == ["passlab.pipeline", "library_dispatch", "DispatchSampling"]
     assert "FuseOps" in names and "s_tir.StmtSimplify" in names
     assert "CanonicalizeRelaxBindings" not in names  # nested deeper than the main chain
-    passlab.build(passlab.models.mlp(), progress=True)
+    assert capsys.readouterr().err == ""
+    # the default on a stderr that is not a terminal (capsys): nothing
+    passlab.build(passlab.models.mlp())
+    assert capsys.readouterr().err == ""
+    # asked for: tqdm's bar, which reaches the pipeline's passes + codegen
+    pipe = passlab.Pipeline.default("llvm")
+    passlab.build(passlab.models.mlp(), pipe, progress=True)
     err = capsys.readouterr().err
-    assert err.rstrip().endswith("s)") and "done: 95 pass calls recorded" in err
+    total = len(pipe.relax_passes) + len(pipe.tir_passes) + 1
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("build for llvm: 100%"), last
+    assert f" {total}/{total} [" in last and "95 pass calls recorded]" in last

@@ -28,6 +28,7 @@ from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
 from passlab.recording.codegen import GeneratedCode, codegen_step, name_codegen_failure
+from passlab.recording.progress import build_progress
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
 
@@ -66,8 +67,8 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
           tir_pipeline: str | None = None, reuse: Build | Sequence[Build] = (),
-          checks: Sequence[Any] = (), progress: bool | Callable[[str, int], None] = False
-          ) -> Build:
+          checks: Sequence[Any] = (),
+          progress: bool | Callable[[str, int], None] | None = None) -> Build:
     """Build ``model`` with ``pipeline`` while recording every pass.
 
     Parameters
@@ -89,8 +90,12 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         are skipped (the trace then has no "tir" steps and says so). Used by
         ``passlab.rerun`` and ``passlab.bisect``.
     progress
-        True shows the running pass and the time so far (a line in a notebook, on stderr
-        elsewhere); a callable ``progress(pass_name, pass_calls_so_far)`` gets the same.
+        None (default): a progress bar (tqdm: a widget in Jupyter, a bar on a terminal's
+        stderr) once the build has run for 2 s, showing the pipeline's passes done, the
+        pass that runs and the pass calls recorded; nothing when stderr is not a terminal
+        (``PASSLAB_PROGRESS=1`` or True asks for it there too). False: no bar. A callable
+        ``progress(pass_name, pass_calls_so_far)`` is called instead, when a pass of the
+        main chain or a stage starts.
     checks
         Invariants checked on the recorded modules after the build (see
         :mod:`passlab.recording.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
@@ -120,17 +125,11 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
     """
     pipe = _as_pipeline(pipeline, target)
     tgt = _tvm.target(pipe.target)
-    bar = None
-    if progress is True:
-        from passlab.recording.progress import Progress
-
-        bar = Progress(f"building with {len(pipe.relax_passes)} Relax and "
-                       f"{len(pipe.tir_passes)} TIR passes for {pipe.target}")
-    callback = bar if bar is not None else (progress if callable(progress) else None)
     earlier = [reuse] if isinstance(reuse, Build) else list(reuse)
     with BUILD_LOCK:  # a built-in model is made with TVM's BlockBuilder: not thread-safe either
         mod = as_module(model)
-        run = RecordedRun(pipe, mod, progress=callback,
+        bar = None if callable(progress) else build_progress(pipe, progress, tgt.kind.name)
+        run = RecordedRun(pipe, mod, progress=progress if callable(progress) else bar,
                           config=context_config(checks) if checks else None)
         return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks)
 
@@ -150,7 +149,7 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
         if isinstance(exc, Exception):  # a codegen failure names the kernel it fails on
             trace = name_codegen_failure(trace, tgt.kind.name)
         if bar is not None:
-            bar.close(f"failed after {len(trace)} pass calls")
+            bar.close(f"failed after {len(trace)} pass calls", done=False)
         found = _violations(trace, checks) if isinstance(exc, Exception) else ()
         extra = ("\nChecks:\n" + "\n".join(v.to_text() for v in found)) if found else ""
         status = codegen_status(tgt.kind.name)
@@ -164,14 +163,16 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
         raise err from exc
     trace = run.trace(**_reuse_meta(reused))
     calls = len(trace)  # pass calls; the codegen step is not one
+    if bar is not None:
+        bar.codegen(calls)
     try:
         trace = _with_codegen(trace, kernels, tgt, pipe)
     except Exception as exc:  # a user's source emitter failed
         if bar is not None:
-            bar.close("failed in codegen")
+            bar.close("failed in codegen", done=False)
         raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
     if bar is not None:
-        bar.close(f"done: {calls} pass calls recorded")
+        bar.close(f"{calls} pass calls recorded", done=True)
     found = _violations(trace, checks)
     broken = [v for v in found if not v.check.endswith("(user passes)") and not v.preexisting]
     if broken:

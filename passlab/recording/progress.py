@@ -1,60 +1,72 @@
-"""Progress of a long build: one line in a notebook or on a terminal, updated at most ten
-times a second. No Jupyter import unless a notebook kernel is already running."""
+"""A build's progress as a bar: the pipeline's passes done out of all of them (Relax, TIR
+and codegen), the pass that runs and the pass calls recorded so far (nested ones
+included). Drawn by :mod:`passlab._progress` (tqdm); the recorder calls it when a pass of
+the main chain or a stage starts."""
 
 from __future__ import annotations
 
-import html
-import sys
-import time
 from typing import Any
 
-#: Seconds between two updates of the display.
-INTERVAL = 0.1
+from passlab._progress import Bar, ProgressArg, bar
+
+__all__ = ["BuildProgress", "SHOW_AFTER_S"]
+
+#: A build's bar appears only once the build has run this long (``progress=None``), so
+#: quick builds stay quiet.
+SHOW_AFTER_S = 2.0
+
+#: How far ahead of the last pass seen a started pass is looked for in the pipeline's
+#: list: disabled passes do not run, and a name may repeat further on.
+_LOOKAHEAD = 12
 
 
-class Progress:
-    """A callable for :func:`passlab.recording.recorder.Recorder`'s ``progress=``: shows the pass
-    that runs, how many pass calls were recorded and the time so far."""
+class BuildProgress:
+    """The recorder's ``progress(pass_name, pass_calls_so_far)`` callback, drawn as a bar
+    over ``names`` (the pipeline's passes in order, then "codegen")."""
 
-    def __init__(self, label: str, stream: Any = None) -> None:
-        self.label = label
-        self.start = time.perf_counter()
-        self._last = 0.0
-        self._stream = stream
-        self._handle = None
-        if stream is None and _in_kernel():
-            from IPython.display import HTML, display
+    __slots__ = ("bar", "last_stage", "names", "pos")
 
-            self._html = HTML
-            self._handle = display(HTML(self._line("starting")), display_id=True)
-        elif stream is None:
-            self._stream = sys.stderr
-
-    def _line(self, text: str) -> str:
-        return f"{self.label}: {text} ({time.perf_counter() - self.start:.1f} s)"
-
-    def _show(self, text: str, final: bool = False) -> None:
-        if self._handle is not None:
-            self._handle.update(self._html(
-                f'<div style="font:12px monospace">{html.escape(self._line(text))}</div>'))
-        elif self._stream is not None:
-            end = "\n" if final else ""
-            self._stream.write("\r\033[K" + self._line(text) + end)
-            self._stream.flush()
+    def __init__(self, names: list[str], progress: ProgressArg, desc: str,
+                 last_stage: int | None = None) -> None:
+        self.names = names
+        self.pos = 0
+        #: where the passes that run just before codegen start (TVM's host/device
+        #: finalize): the note then says that codegen comes next, as it takes seconds
+        self.last_stage = len(names) - 1 if last_stage is None else last_stage
+        self.bar: Bar = bar(progress, total=len(names), desc=desc, unit="pass",
+                            delay=SHOW_AFTER_S if progress is None else 0.0)
 
     def __call__(self, name: str, count: int) -> None:
-        now = time.perf_counter()
-        if now - self._last >= INTERVAL:
-            self._last = now
-            self._show(f"{count} pass calls, running {name}")
+        names = self.names
+        for k in range(self.pos, min(self.pos + _LOOKAHEAD, len(names))):
+            if names[k] == name:
+                self.pos = k + 1
+                late = k >= self.last_stage
+                self.bar.goto(k, note=f"{name}{' (codegen next)' if late else ''}, "
+                                      f"{count} pass calls", now=late)
+                return
+        self.bar.note(f"{name}, {count} pass calls")
 
-    def close(self, summary: str) -> None:
-        self._show(summary, final=True)
+    def codegen(self, count: int) -> None:
+        self.bar.goto(len(self.names) - 1, note=f"codegen, {count} pass calls")
+
+    def close(self, summary: str, done: bool) -> None:
+        if done:
+            self.bar.goto(len(self.names))
+        self.bar.close(summary)
+
+    @property
+    def shown(self) -> bool:
+        return self.bar.shown
 
 
-def _in_kernel() -> bool:
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    shell = ipython.get_ipython()
-    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+def build_progress(pipe: Any, progress: ProgressArg, kind: str) -> BuildProgress:
+    """The bar for a build of ``pipe`` for a target of ``kind``: its Relax and TIR
+    passes, then codegen."""
+    names = [p.name for p in pipe.relax_passes]
+    last_stage = None
+    for stage in pipe.tir_stages:
+        if stage.name.endswith("finalize") and last_stage is None:
+            last_stage = len(names)
+        names += [p.name for p in stage.passes]
+    return BuildProgress([*names, "codegen"], progress, f"build for {kind}", last_stage)

@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.passlab-installed
 
-.PHONY: demo test test-fast bench system-deps clean
+.PHONY: demo test test-fast bench docs system-deps clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -49,5 +49,10 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# The documentation site (docs/, mkdocs.yml) into site/; a warning (a broken link or
+# reference) fails it.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) passlab-demo .pytest_cache
+	rm -rf $(VENV) passlab-demo .pytest_cache site

@@ -8,9 +8,9 @@ True
 
 The import is cheap: TVM, pandas and Jupyter are imported where they are used. This
 module is the top of the import graph: it hands the public names on, and it wires the
-few conveniences by which lower layers reach higher ones (``Trace.save`` into
-:mod:`passlab.io`, ``Trace.write_report`` into :mod:`passlab.views.report`,
-``Pipeline.with_backend`` into :mod:`passlab.backend`) without importing them.
+few conveniences by which lower layers reach higher ones (`Trace.save` into
+`passlab.io`, `Trace.write_report` into `passlab.views.report`,
+`Pipeline.with_backend` into `passlab.backend`) without importing them.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Progress of long work, drawn by tqdm: a widget in Jupyter, a bar on a terminal, and
 nothing when standard error is not a terminal unless the caller asks for it.
 
-Every long operation takes ``progress=`` with one meaning:
+Every long operation takes `progress=` with one meaning:
 
-- ``None`` (the default): a bar in a Jupyter kernel, or on standard error when it is a
-  terminal; nothing otherwise (a pipe, a log file, CI). ``PASSLAB_PROGRESS=0`` in the
-  environment turns the default off, ``PASSLAB_PROGRESS=1`` on even without a terminal.
-- ``True``: a bar even when standard error is not a terminal.
-- ``False``: nothing at all.
+- `None` (the default): a bar in a Jupyter kernel, or on standard error when it is a
+  terminal; nothing otherwise (a pipe, a log file, CI). `PASSLAB_PROGRESS=0` in the
+  environment turns the default off, `PASSLAB_PROGRESS=1` on even without a terminal.
+- `True`: a bar even when standard error is not a terminal.
+- `False`: nothing at all.
 - a callable: the operation's own callback (see its docstring), no bar.
 
-:func:`bar` returns a :class:`Bar` that is inert when nothing is shown, so callers update
+`bar` returns a `Bar` that is inert when nothing is shown, so callers update
 it unconditionally. tqdm is imported only when a bar is drawn.
 
 Examples
@@ -57,7 +57,7 @@ def _stderr_is_terminal() -> bool:
 
 
 def wanted(progress: ProgressArg) -> bool:
-    """Whether ``progress`` asks for a bar here (a callable is not a bar)."""
+    """Whether `progress` asks for a bar here (a callable is not a bar)."""
     if progress is True:
         return True
     if progress is None:
@@ -71,7 +71,7 @@ def wanted(progress: ProgressArg) -> bool:
 
 
 class Bar:
-    """One progress bar, or nothing. ``n`` counts even when nothing is drawn, so a caller
+    """One progress bar, or nothing. `n` counts even when nothing is drawn, so a caller
     may read its own progress back."""
 
     def __init__(self, tqdm_bar: Any = None, total: int | None = None) -> None:
@@ -86,8 +86,8 @@ class Bar:
         return self._bar is not None
 
     def update(self, n: int = 1, *, failed: bool = False, note: str | None = None) -> None:
-        """Advance by ``n``; ``failed`` counts a failure (shown beside the bar),
-        ``note`` replaces the text after it (the current pass, the last job)."""
+        """Advance by `n`; `failed` counts a failure (shown beside the bar),
+        `note` replaces the text after it (the current pass, the last job)."""
         self.n += n
         if failed:
             self.failures += 1
@@ -97,7 +97,7 @@ class Bar:
             self._bar.update(n)
 
     def goto(self, n: int, note: str | None = None, now: bool = False) -> None:
-        """Move to ``n`` done (never backwards), with ``note`` after the bar; ``now``
+        """Move to `n` done (never backwards), with `note` after the bar; `now`
         redraws at once (before a long step that would leave a stale note showing)."""
         if n > self.n:
             self.update(n - self.n, note=note)
@@ -114,7 +114,7 @@ class Bar:
             self._bar.update(0)
 
     def redraw(self) -> None:
-        """Draw now, unless the bar is still waiting out its ``delay``."""
+        """Draw now, unless the bar is still waiting out its `delay`."""
         b = self._bar
         if b is not None and b._time() >= b.start_t + b.delay:
             b.refresh()
@@ -126,7 +126,7 @@ class Bar:
         return ", ".join(parts)
 
     def close(self, note: str | None = None) -> None:
-        """Finish the bar (it stays, with ``note`` as its last text)."""
+        """Finish the bar (it stays, with `note` as its last text)."""
         if self._bar is not None:
             if note is not None:
                 self._bar.set_postfix_str(self._postfix(note), refresh=False)
@@ -142,8 +142,8 @@ class Bar:
 
 def bar(progress: ProgressArg, *, total: int | None, desc: str, unit: str = "it",
         delay: float = 0.0) -> Bar:
-    """A :class:`Bar` for ``progress`` (see the module docstring): drawn by ``tqdm.auto``
-    after ``delay`` seconds, inert when ``progress`` does not ask for one here."""
+    """A `Bar` for `progress` (see the module docstring): drawn by `tqdm.auto`
+    after `delay` seconds, inert when `progress` does not ask for one here."""
     if not wanted(progress):
         return Bar(None, total)
     kwargs = dict(total=total, desc=desc, unit=unit, delay=delay, dynamic_ncols=True,

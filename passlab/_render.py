@@ -1,6 +1,6 @@
 """Small rendering helpers shared by every displayable object: aligned text tables,
-escaped HTML tables, and :class:`Displayable`, the one display mixin whose
-``_repr_mimebundle_`` never raises.
+escaped HTML tables, and `Displayable`, the one display mixin whose
+`_repr_mimebundle_` never raises.
 
 This module knows nothing about passes or traces; it sits at the bottom of the import
 graph so that data classes can render themselves without importing the views layer.
@@ -54,7 +54,7 @@ def no_cycle_collection() -> Iterator[None]:
     written, as it was before after.
 
     Rendering allocates many short-lived strings and tuples, and each burst lets the
-    collector rescan every object the process holds (232,000 after ``import tvm``, which
+    collector rescan every object the process holds (232,000 after `import tvm`, which
     imports torch; 345,000 with Swin-T's Explorer open): a full collection takes 100-400
     ms, more than a first view's whole budget, and a report met a thousand collections
     (1 s of 5-6 s); loading Swin-T's saved trace (a JSON graph of 800,000 nodes) lost 1.5
@@ -84,7 +84,7 @@ def human_bytes(n: int) -> str:
 
 
 def shape_text(shape: Sequence[Any] | None) -> str:
-    """A tensor shape as analyses print it: ``4x32``, ``scalar`` for ``()``, ``?`` when
+    """A tensor shape as analyses print it: `4x32`, `scalar` for `()`, `?` when
     unknown."""
     return "?" if shape is None else "x".join(map(str, shape)) or "scalar"
 
@@ -94,7 +94,7 @@ def shown_note(shown: int, total: int, what: str = "rows") -> str:
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], max_rows: int = MAX_ROWS) -> str:
-    """A plain, aligned table: numeric columns (see :func:`numeric_columns`) right-aligned,
+    """A plain, aligned table: numeric columns (see `numeric_columns`) right-aligned,
     the others (pass, tensor and function names) left-aligned."""
     cells = [[str(c) for c in r] for r in rows[:max_rows]]
     widths = [len(h) for h in header]
@@ -123,7 +123,7 @@ def html_table(
     attrs: Sequence[dict[str, str]] | None = None,
 ) -> str:
     """An escaped HTML table with the passlab stylesheet inline; numeric columns (see
-    :func:`numeric_columns`) are right-aligned, names left-aligned."""
+    `numeric_columns`) are right-aligned, names left-aligned."""
     body = []
     numeric = numeric_columns(len(header), [[str(c) for c in r] for r in rows[:max_rows]])
     for i, r in enumerate(rows[:max_rows]):
@@ -148,7 +148,7 @@ def html_table(
 
 def error_panel(exc: BaseException, what: str, *, style: bool = True) -> str:
     """The one HTML panel for a view that could not be drawn: "could not display
-    ``what``: the exception". ``style=False`` leaves out the stylesheet, for a page that
+    `what`: the exception". `style=False` leaves out the stylesheet, for a page that
     carries it once (the static report)."""
     lines = traceback.format_exception_only(type(exc), exc)
     css = f"<style>{CSS}</style>" if style else ""
@@ -163,13 +163,13 @@ def error_text(exc: BaseException, what: str) -> str:
 
 
 class Displayable:
-    """The one display mixin (as rich's ``JupyterMixin``): a ``_repr_mimebundle_`` with
-    text/plain from ``to_text()`` and text/html from ``to_html()``.
+    """The one display mixin (as rich's `JupyterMixin`): a `_repr_mimebundle_` with
+    text/plain from `to_text()` and text/html from `to_html()`.
 
-    Only the mimetypes a front end asks for are computed (``include``/``exclude``), and
+    Only the mimetypes a front end asks for are computed (`include`/`exclude`), and
     display never raises into the notebook: an error becomes a one-line text and a short
     HTML panel. A class whose notebook view differs from its full conversion (a first
-    view of a long diff) overrides :meth:`_display_text` / :meth:`_display_html`.
+    view of a long diff) overrides `_display_text` / `_display_html`.
 
     Examples
     --------
@@ -214,8 +214,8 @@ _UNITS = (" B", " KiB", " MiB", " GiB", " ms", " s")
 
 
 def numeric_columns(n: int, cells: Sequence[Sequence[str]]) -> list[bool]:
-    """Which of ``n`` columns to right-align: those with a number ("12", "2.5 KiB",
-    ">=1.0 MiB", "40%") and otherwise only placeholders (:data:`PLACEHOLDERS`). One rule
+    """Which of `n` columns to right-align: those with a number ("12", "2.5 KiB",
+    ">=1.0 MiB", "40%") and otherwise only placeholders (`PLACEHOLDERS`). One rule
     per column, so that a name column is left-aligned even if a name looks numeric.
 
     >>> numeric_columns(3, [["FuseOps", "1.20", "2.5 KiB"], ["x", "0.5", "-"]])
@@ -251,8 +251,8 @@ NO_LAYOUT = ("no graph layout program found: install Graphviz's `dot` (apt-get i
 
 
 def layout_program() -> str | None:
-    """Path of a program that turns DOT into SVG: Graphviz's ``dot``, else the
-    pip-installable ``graphviz-pure`` (also looked up beside the running Python, for a
+    """Path of a program that turns DOT into SVG: Graphviz's `dot`, else the
+    pip-installable `graphviz-pure` (also looked up beside the running Python, for a
     virtual environment that is not activated), else None."""
     here = str(Path(sys.executable).parent)
     for name in ("dot", "graphviz-pure"):
@@ -263,7 +263,7 @@ def layout_program() -> str | None:
 
 
 def dot_to_svg(source: str) -> str:
-    """Lay out DOT source as SVG; ``RuntimeError`` naming what to install when no layout
+    """Lay out DOT source as SVG; `RuntimeError` naming what to install when no layout
     program exists, or what failed."""
     exe = layout_program()
     if exe is None:
@@ -286,7 +286,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: Any) -> Any:
-    """``value``, with a ``'`` in front when it is text a spreadsheet would take for a
+    """`value`, with a `'` in front when it is text a spreadsheet would take for a
     formula; numbers and other values unchanged.
 
     >>> csv_cell("=HYPERLINK(1)"), csv_cell("-x"), csv_cell(-1), csv_cell("FuseOps")
@@ -297,7 +297,7 @@ def csv_cell(value: Any) -> Any:
 
 def to_csv(frame: Any, path: Any) -> Path:
     """Write a pandas DataFrame as CSV with every text cell, column name and index label
-    passed through :func:`csv_cell`: the one way passlab writes CSV."""
+    passed through `csv_cell`: the one way passlab writes CSV."""
     safe = frame.map(csv_cell)
     safe.columns = [csv_cell(c) for c in safe.columns]
     safe.index = safe.index.map(csv_cell).rename(frame.index.name)

@@ -1,11 +1,11 @@
 """One small base for results that read like tuples and are also looked up by name.
 
-A trace, a diff, a fused graph, a buffer report ... are immutable sequences: ``len``,
-iteration, ``in``, indexing by position (negative too) and slices, plus lookup by a
-name (a pass, a function, a tensor). :class:`NamedSequence` writes that once; a result
+A trace, a diff, a fused graph, a buffer report ... are immutable sequences: `len`,
+iteration, `in`, indexing by position (negative too) and slices, plus lookup by a
+name (a pass, a function, a tensor). `NamedSequence` writes that once; a result
 says only where its items are and what a name means.
 
-Like :mod:`passlab._render`, this module knows nothing about passes or traces and sits
+Like `passlab._render`, this module knows nothing about passes or traces and sits
 at the bottom of the import graph.
 """
 
@@ -20,12 +20,12 @@ T = TypeVar("T")
 
 
 class NamedSequence(Sequence[T]):
-    """A read-only sequence over the items :meth:`_items` returns.
+    """A read-only sequence over the items `_items` returns.
 
-    ``obj[i]`` and ``obj[-1]`` index by position, ``obj[a:b]`` slices (a tuple, unless
-    :meth:`_slice` says otherwise), ``obj["name"]`` calls :meth:`_by_name`, which a
-    subclass with names defines (raising :class:`passlab.errors.UnknownNameError` with
-    close matches for a miss); without it a name is a ``TypeError``, as for a tuple.
+    `obj[i]` and `obj[-1]` index by position, `obj[a:b]` slices (a tuple, unless
+    `_slice` says otherwise), `obj["name"]` calls `_by_name`, which a
+    subclass with names defines (raising `passlab.errors.UnknownNameError` with
+    close matches for a miss); without it a name is a `TypeError`, as for a tuple.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The ``passlab`` command: print pipelines, record builds, write reports."""
+"""The `passlab` command: print pipelines, record builds, write reports."""
 
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ def _seed_pass():
 
 
 def _writable(path: Path, *, folder: bool = False, inside: tuple[str, ...] = ()) -> Path:
-    """Check, before a long build, that ``-o path`` can be written: a file (or a folder
-    with the files ``inside``) whose nearest existing parent folder takes new files. A
-    :class:`CliError` (exit status 2) says what is wrong."""
+    """Check, before a long build, that `-o path` can be written: a file (or a folder
+    with the files `inside`) whose nearest existing parent folder takes new files. A
+    `CliError` (exit status 2) says what is wrong."""
     if folder and path.exists() and not path.is_dir():
         raise CliError(f"-o {path}: that is a file, not a folder; give a folder to write into")
     if not folder and path.is_dir():
@@ -138,7 +138,7 @@ _INSERT_FORM = ("module:function@after=PassOrStage (or @before=...), "
 
 
 def _load_insert(spec: str) -> tuple[Any, str, str]:
-    """(user pass, "after" or "before", anchor) from an ``--insert`` spec."""
+    """(user pass, "after" or "before", anchor) from an `--insert` spec."""
     m = _INSERT_SPEC.match(spec.strip())
     if m is None:
         raise CliError(f"--insert {spec!r} is not of the form {_INSERT_FORM}")
@@ -211,7 +211,7 @@ _SWEEP_FORM = ("NAME=BASE[+INSERT...] where BASE is default or build and each IN
 
 
 def _sweep_pipeline(spec: str, target: str) -> tuple[str, Any]:
-    """(name, Pipeline) from a ``--pipeline`` spec; the same inserts as ``report --insert``."""
+    """(name, Pipeline) from a `--pipeline` spec; the same inserts as `report --insert`."""
     from passlab.pipeline import Pipeline
 
     name, sep, body = spec.strip().partition("=")
@@ -232,7 +232,7 @@ _TRUST_HELP = ("read .pt2 model files that hold pickles or compiled code (this r
 
 
 def _seconds(text: str) -> float:
-    """``--timeout``: a positive, finite number of seconds."""
+    """`--timeout`: a positive, finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
@@ -268,14 +268,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _profile_pipeline(spec: str | None, target: str) -> Any:
-    """The pipeline of ``profile``/``attribute``: the default, or a ``--pipeline`` spec."""
+    """The pipeline of `profile`/`attribute`: the default, or a `--pipeline` spec."""
     from passlab.pipeline import Pipeline
 
     return Pipeline.default(target) if spec is None else _sweep_pipeline(spec, target)[1]
 
 
 def _input_arrays(paths: list[str]) -> list[Any]:
-    """``--inputs``: .npy files, read without pickles."""
+    """`--inputs`: .npy files, read without pickles."""
     import numpy as np
 
     out = []
@@ -317,7 +317,7 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
 
 
 def _positive(text: str) -> int:
-    """``--repeat``, ``--workers``: an int of at least 1."""
+    """`--repeat`, `--workers`: an int of at least 1."""
     try:
         value = int(text)
     except ValueError:

@@ -2,8 +2,8 @@
 
 This module imports nothing of passlab, so every layer can raise these (as httpx keeps
 its exceptions in one leaf module). The classes subclass the built-in exception a
-caller would expect (``KeyError``/``ValueError`` for a bad name, ``ValueError`` for a bad
-file, ``RuntimeError`` for a failed build), so ``except ValueError`` keeps working.
+caller would expect (`KeyError`/`ValueError` for a bad name, `ValueError` for a bad
+file, `RuntimeError` for a failed build), so `except ValueError` keeps working.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ __all__ = [
 class UnknownNameError(KeyError, ValueError):
     """A pass, stage, model or target name that does not exist.
 
-    Subclasses both ``KeyError`` (it is a failed lookup) and ``ValueError`` (it is bad
-    input), so either ``except`` clause catches it.
+    Subclasses both `KeyError` (it is a failed lookup) and `ValueError` (it is bad
+    input), so either `except` clause catches it.
     """
 
     def __init__(self, message: str, name: str, choices: tuple[str, ...], close: tuple[str, ...]):
@@ -41,7 +41,7 @@ class UnknownNameError(KeyError, ValueError):
 
 
 def close_matches(name: str, choices: Iterable[str], n: int = 3) -> tuple[str, ...]:
-    """Up to ``n`` choices that look like ``name`` (case-insensitive, substring-aware)."""
+    """Up to `n` choices that look like `name` (case-insensitive, substring-aware)."""
     choices = list(dict.fromkeys(choices))
     lower = {c.lower(): c for c in choices}
     found = [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n, 0.6)]
@@ -54,7 +54,7 @@ def close_matches(name: str, choices: Iterable[str], n: int = 3) -> tuple[str, .
 
 
 def unknown(kind: str, name: str, choices: Iterable[str], extra: str = "") -> UnknownNameError:
-    """Build the error for an unknown ``kind`` called ``name``."""
+    """Build the error for an unknown `kind` called `name`."""
     choices = tuple(dict.fromkeys(choices))
     close = close_matches(str(name), choices)
     msg = f"unknown {kind} {name!r}"
@@ -67,7 +67,7 @@ def unknown(kind: str, name: str, choices: Iterable[str], extra: str = "") -> Un
 
 
 def message_of(exc: BaseException, limit: int = 2000) -> str:
-    """An exception's whole message, stripped and cut at ``limit`` characters (TVM's
+    """An exception's whole message, stripped and cut at `limit` characters (TVM's
     errors carry long C++ back traces)."""
     text = str(exc).strip()
     return text if len(text) < limit else text[:limit] + " ..."
@@ -75,19 +75,19 @@ def message_of(exc: BaseException, limit: int = 2000) -> str:
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
     """The first line of an exception's message (its type name when it has none), cut at
-    ``limit`` characters: for one-line errors that quote another error."""
+    `limit` characters: for one-line errors that quote another error."""
     lines = str(exc).strip().splitlines()
     return (lines[0] if lines else type(exc).__name__)[:limit]
 
 
 # ------------------------------------------------------------------------ builds
 class BuildError(RuntimeError):
-    """A build failed. ``.trace`` keeps every step recorded up to the failure, ``.step``
+    """A build failed. `.trace` keeps every step recorded up to the failure, `.step`
     is the failing pass (None when codegen failed after every pass finished), and
-    ``.original`` the exception TVM or the pass raised.
+    `.original` the exception TVM or the pass raised.
 
     When the failing pass raised a Python exception, the error raised is also an
-    instance of that exception's class, so ``except ValueError`` still catches it.
+    instance of that exception's class, so `except ValueError` still catches it.
     """
 
     def __init__(self, message: str, trace: Any, original: BaseException | None = None):
@@ -109,7 +109,7 @@ _ERROR_CLASSES: dict[type, type] = {}
 
 
 def error_class(orig: type) -> type:
-    """``BuildError`` mixed with the original exception's class, where Python allows."""
+    """`BuildError` mixed with the original exception's class, where Python allows."""
     if orig in _ERROR_CLASSES:
         return _ERROR_CLASSES[orig]
     cls: type = BuildError
@@ -125,8 +125,8 @@ def error_class(orig: type) -> type:
 
 
 class CheckError(BuildError):
-    """A build finished but broke a check: ``.trace`` is the whole trace,
-    ``.violations`` the first violating step of each check and ``.step`` the first of
+    """A build finished but broke a check: `.trace` is the whole trace,
+    `.violations` the first violating step of each check and `.step` the first of
     those steps."""
 
     def __init__(self, trace: Any, violations: Sequence[Any]):
@@ -157,9 +157,9 @@ class ModelFormatError(ValueError):
 
 
 class UntrustedModelError(ModelFormatError):
-    """A model file that could only be read by running code from it (a ``.pt2`` archive
+    """A model file that could only be read by running code from it (a `.pt2` archive
     with pickled weights, objects or compiled libraries), refused because the caller did
-    not say ``trust=True`` (``--trust``)."""
+    not say `trust=True` (`--trust`)."""
 
 
 class MissingImporterError(ImportError):
@@ -172,13 +172,13 @@ class CliError(Exception):
 
 class SweepError(ValueError):
     """A sweep that cannot start: a pass, check or model that cannot travel to a worker
-    process (defined in a notebook cell or ``__main__``, a lambda, a local function), or
+    process (defined in a notebook cell or `__main__`, a lambda, a local function), or
     a malformed argument. Says which one and what would work."""
 
 
 # ---------------------------------------------------------------------- warnings
 class DeviceUnavailableError(RuntimeError):
-    """``build.run()`` on a target whose device (or runtime) this machine lacks: the
+    """`build.run()` on a target whose device (or runtime) this machine lacks: the
     code was generated and can be inspected, not run."""
 
 

@@ -1,17 +1,17 @@
 """The pipeline as data: Relax and TIR stages of passes that a user can edit, then build.
 
 TVM keeps its per-target pipelines as lists of passes per stage
-(``tvm.relax.backend.<target>.pipeline``: library_dispatch, legalize, dataflow_lower,
+(`tvm.relax.backend.<target>.pipeline`: library_dispatch, legalize, dataflow_lower,
 finalize), and its TIR pipeline as a registered factory (stages here: s_tir, tirx,
 host_finalize, device_finalize, plus codegen for the user's source emitters).
-:class:`Pipeline` holds those lists as immutable data, lets a user insert their own
+`Pipeline` holds those lists as immutable data, lets a user insert their own
 passes before or after a named pass or at a stage boundary, remove, replace or disable
-passes, and hands TVM one module pass for the Relax stages (``to_pass``) and a TIR
-pipeline registered under a fresh name for each build (``to_tir``).
+passes, and hands TVM one module pass for the Relax stages (`to_pass`) and a TIR
+pipeline registered under a fresh name for each build (`to_tir`).
 
-Edits by position (:class:`Edit`, :meth:`Pipeline.apply_edit`) are how the Explorer's Edit
-pane changes a pipeline: positions index ``list(pipeline)`` because names repeat (the TIR
-pipeline runs ``s_tir.ThreadSync`` three times).
+Edits by position (`Edit`, `Pipeline.apply_edit`) are how the Explorer's Edit
+pane changes a pipeline: positions index `list(pipeline)` because names repeat (the TIR
+pipeline runs `s_tir.ThreadSync` three times).
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ EDIT_ACTIONS = ("disable", "enable", "remove", "up", "down", "insert")
 
 def known_passes() -> tuple[str, ...]:
     """Names of the TVM passes an edit can insert ("FoldConstant", "tirx.VectorizeLoop"):
-    the constructors of ``tvm.relax.transform``, ``tvm.tirx.transform`` and
-    ``tvm.s_tir.transform`` that need no arguments."""
+    the constructors of `tvm.relax.transform`, `tvm.tirx.transform` and
+    `tvm.s_tir.transform` that need no arguments."""
     return tuple(pass_constructors())
 
 
 @dataclass(frozen=True)
 class Edit:
-    """One pending change: ``action`` (see :data:`EDIT_ACTIONS`) on the pass at
-    ``position`` of ``list(pipeline)``; an insert puts pass ``name`` ``where``
-    ("before"/"after") it. :meth:`Pipeline.apply_edit` applies it."""
+    """One pending change: `action` (see `EDIT_ACTIONS`) on the pass at
+    `position` of `list(pipeline)`; an insert puts pass `name` `where`
+    ("before"/"after") it. `Pipeline.apply_edit` applies it."""
 
     action: str
     position: int
@@ -63,7 +63,7 @@ class Edit:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Edit:
-        """An edit from the front end's JSON, e.g. ``{"action": "disable", "position": 9}``."""
+        """An edit from the front end's JSON, e.g. `{"action": "disable", "position": 9}`."""
         extra = set(d) - {"action", "position", "name", "where"}
         if extra or not isinstance(d.get("position"), int):
             raise ValueError(f"an edit is {{'action': str, 'position': int, 'name': str, "
@@ -75,7 +75,7 @@ class Edit:
         return dataclasses.asdict(self)
 
     def to_text(self, pipeline: Pipeline | None = None) -> str:
-        """e.g. "disable #9 FoldConstant" (the name when ``pipeline`` is given)."""
+        """e.g. "disable #9 FoldConstant" (the name when `pipeline` is given)."""
         at = f"#{self.position}"
         if pipeline is not None and 0 <= self.position < len(pipeline):
             at += f" {pipeline[self.position].name}"
@@ -88,8 +88,8 @@ class Edit:
 class PassEntry:
     """One pass of a pipeline.
 
-    ``origin`` is "tvm" for TVM's own passes and "user" for inserted or replacing ones;
-    ``note`` says what the user did ("inserted after FuseTIR", "replaces FoldConstant").
+    `origin` is "tvm" for TVM's own passes and "user" for inserted or replacing ones;
+    `note` says what the user did ("inserted after FuseTIR", "replaces FoldConstant").
     """
 
     name: str
@@ -102,7 +102,7 @@ class PassEntry:
         """The TVM pass to run: TVM passes as they are, plain functions wrapped in a
         module pass that checks their result.
 
-        ``on_error(name, exc)`` sees a plain function's exception before TVM turns it
+        `on_error(name, exc)` sees a plain function's exception before TVM turns it
         into a RuntimeError, so that a build can hand the user the original one.
         """
         if _tvm.is_pass(self.pass_):
@@ -146,8 +146,8 @@ def _check_emitters(entries: tuple[PassEntry, ...]) -> None:
 
 
 def positional_arity(fn: Callable) -> int:
-    """How many positional parameters ``fn`` takes (1 when it cannot be told): a user
-    pass taking two is called as ``fn(mod, ctx)``."""
+    """How many positional parameters `fn` takes (1 when it cannot be told): a user
+    pass taking two is called as `fn(mod, ctx)`."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -198,20 +198,20 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
     variant: str
     stages: tuple[Stage, ...]
     tir_stages: tuple[Stage, ...] = ()
-    """The TIR stages (:data:`passlab._tvm.tir.TIR_STAGES`); ``stages`` are the Relax
+    """The TIR stages (`passlab._tvm.tir.TIR_STAGES`); `stages` are the Relax
     ones. Lookup and edits cover both."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def default(cls, target: Any = "llvm", variant: str = "fused") -> Pipeline:
-        """TVM's default pipeline for ``target``: its Relax stages, then its TIR stages.
+        """TVM's default pipeline for `target`: its Relax stages, then its TIR stages.
 
-        ``variant="fused"`` (default) is ``relax.get_default_pipeline(target)``, with
-        FuseOps and FuseTIR; ``variant="build"`` is what ``relax.build``/``tvm.compile``
-        run on CPU when given no pipeline (``default_build_pipeline``: no fusion).
-        ``Pipeline.relax_build_variant(target)`` says which one ``relax.build`` uses.
+        `variant="fused"` (default) is `relax.get_default_pipeline(target)`, with
+        FuseOps and FuseTIR; `variant="build"` is what `relax.build`/`tvm.compile`
+        run on CPU when given no pipeline (`default_build_pipeline`: no fusion).
+        `Pipeline.relax_build_variant(target)` says which one `relax.build` uses.
         The TIR stages are TVM's default TIR pipeline as the current PassContext's config
-        makes it (``tirx.disable_vectorize`` and the like drop or change passes).
+        makes it (`tirx.disable_vectorize` and the like drop or change passes).
         """
         tgt = _tvm.target(target)
         stages = tuple(
@@ -226,7 +226,7 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
 
     @staticmethod
     def relax_build_variant(target: Any = "llvm") -> str:
-        """The variant that ``relax.build(mod, target)`` runs when given no pipeline."""
+        """The variant that `relax.build(mod, target)` runs when given no pipeline."""
         return _tvm.relax_build_variant(_tvm.target(target))
 
     # ----------------------------------------------------------------------- lookup
@@ -274,7 +274,7 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         raise unknown("stage", name, self.stage_names)
 
     def _locate(self, name: str) -> tuple[int, int]:
-        """(stage index in ``all_stages``, pass index) of the first pass called ``name``."""
+        """(stage index in `all_stages`, pass index) of the first pass called `name`."""
         for si, stage in enumerate(self.all_stages):
             for pi, entry in enumerate(stage.passes):
                 if entry.name == name:
@@ -285,8 +285,8 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         )
 
     def position(self, position: int) -> tuple[int, int]:
-        """(stage index in ``all_stages``, pass index) of ``list(self)[position]``: the
-        way to name one of several passes of the same name (``s_tir.ThreadSync`` runs
+        """(stage index in `all_stages`, pass index) of `list(self)[position]`: the
+        way to name one of several passes of the same name (`s_tir.ThreadSync` runs
         three times in the TIR stage)."""
         i = position
         if i >= 0:
@@ -299,8 +299,8 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
 
     # ------------------------------------------------------------------------- edits
     def with_passes(self, stage: int, passes: tuple[PassEntry, ...]) -> Pipeline:
-        """This pipeline with stage number ``stage`` (in ``all_stages``) holding
-        ``passes`` instead (the codegen stage only source emitters)."""
+        """This pipeline with stage number `stage` (in `all_stages`) holding
+        `passes` instead (the codegen stage only source emitters)."""
         return self._with(stage, tuple(passes))
 
     def _with(self, si: int, passes: tuple[PassEntry, ...]) -> Pipeline:
@@ -325,10 +325,10 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
     ) -> Pipeline:
         """Insert a user pass before or after a pass or a stage.
 
-        ``after="legalize"`` puts it at the end of the legalize stage: after the default
+        `after="legalize"` puts it at the end of the legalize stage: after the default
         graph-level optimizations and fusion, before dataflow lowering and memory
-        planning. ``before="FuseOps"`` puts it just before FuseOps. ``pass_`` is a TVM
-        pass or a function ``IRModule -> IRModule``.
+        planning. `before="FuseOps"` puts it just before FuseOps. `pass_` is a TVM
+        pass or a function `IRModule -> IRModule`.
         """
         if (before is None) == (after is None):
             raise ValueError(
@@ -349,13 +349,13 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         return self._with(si, old[:at] + (entry,) + old[at:])
 
     def remove(self, name: str) -> Pipeline:
-        """Drop the first pass called ``name``."""
+        """Drop the first pass called `name`."""
         si, pi = self._locate(name)
         old = self.all_stages[si].passes
         return self._with(si, old[:pi] + old[pi + 1 :])
 
     def replace(self, name: str, pass_: Any, *, new_name: str | None = None) -> Pipeline:
-        """Run ``pass_`` in place of the first pass called ``name``."""
+        """Run `pass_` in place of the first pass called `name`."""
         si, pi = self._locate(name)
         old = self.all_stages[si].passes
         entry = _user_entry(pass_, new_name, f"replaces {name}")
@@ -376,8 +376,8 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
 
     def apply_edit(self, edit: Edit,
                    registered: Mapping[str, Callable] | None = None) -> Pipeline:
-        """This pipeline with ``edit`` applied (an :class:`Edit` by position; an insert
-        names a function of ``registered`` or a TVM pass made without arguments); a bad
+        """This pipeline with `edit` applied (an `Edit` by position; an insert
+        names a function of `registered` or a TVM pass made without arguments); a bad
         edit raises an error that says what would be right."""
         if edit.action not in EDIT_ACTIONS:
             raise ValueError(f"unknown edit action {edit.action!r}; actions are "
@@ -446,14 +446,14 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
 
     def with_backend(self, backend: Any) -> Pipeline:
         """This pipeline with an accelerator backend applied: partitioning by its
-        patterns and its passes at their phases (see :class:`passlab.Backend`)."""
+        patterns and its passes at their phases (see `passlab.Backend`)."""
         return _UPPER["with_backend"](self, backend)
 
     # ------------------------------------------------------------------------- build
     def to_pass(self, on_error: Callable | None = None):
         """One module pass running every enabled pass, stage by stage, under the target.
 
-        Each stage is a ``Sequential`` named after the stage, so recorded traces show
+        Each stage is a `Sequential` named after the stage, so recorded traces show
         the stage boundaries.
         """
         tgt = _tvm.target(self.target)
@@ -471,9 +471,9 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         return _tvm.module_pass(run, ROOT_NAME)
 
     def to_tir(self, on_error: Callable | None = None) -> _tir.TirPipeline:
-        """The TIR stages' enabled passes, for ``passlab._tvm.build``: it registers them
-        with ``tvm.tirx.register_tir_pipeline`` under a fresh name for one build. The
-        ``codegen`` stage is not part of it (its emitters run on the generated module)."""
+        """The TIR stages' enabled passes, for `passlab._tvm.build`: it registers them
+        with `tvm.tirx.register_tir_pipeline` under a fresh name for one build. The
+        `codegen` stage is not part of it (its emitters run on the generated module)."""
         stages = [(s.name, [e.to_pass(on_error) for e in s.passes if e.enabled])
                   for s in self.tir_stages if s.name != _tir.CODEGEN]
         key = _tir.content_key([(s.name, s.passes) for s in self.tir_stages])
@@ -481,9 +481,9 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
 
     @property
     def emitters(self) -> tuple[PassEntry, ...]:
-        """The enabled entries of the ``codegen`` stage: functions ``IRModule -> str``
+        """The enabled entries of the `codegen` stage: functions `IRModule -> str`
         run on the lowered TIR module after the build; their text is recorded in the
-        trace's ``codegen`` step under the entry's name."""
+        trace's `codegen` step under the entry's name."""
         return tuple(e for s in self.tir_stages if s.name == _tir.CODEGEN
                      for e in s.passes if e.enabled)
 

@@ -1,22 +1,22 @@
 """Everything that depends on the TVM version, in one place.
 
-apache-tvm moves fast (Relay removed, ``tir`` split into ``tirx``/``s_tir``, struct info
+apache-tvm moves fast (Relay removed, `tir` split into `tirx`/`s_tir`, struct info
 renamed to types). When TVM changes, this package is what to touch. Nothing here imports
-Jupyter; TVM itself is imported lazily so that ``import passlab`` stays cheap.
+Jupyter; TVM itself is imported lazily so that `import passlab` stays cheap.
 
-This module: targets, the Relax stage lists and the ``relax.build`` variant, the build
-call, context copying, :class:`ObjectCache`, function listing, hashing and equality, the
+This module: targets, the Relax stage lists and the `relax.build` variant, the build
+call, context copying, `ObjectCache`, function listing, hashing and equality, the
 entry-function rule, parameters and signatures. Beside it:
 
-* :mod:`.tir`: TVM's TIR pipeline as stages, and how an edited one reaches ``tirx.build``;
+* `.tir`: TVM's TIR pipeline as stages, and how an edited one reaches `tirx.build`;
   TVM's FLOP estimate of a PrimFunc;
-* :mod:`.printing`: per-function TVMScript, printed lazily and cached;
-* :mod:`.ir` (gathering :mod:`.ir_types`, :mod:`.ir_calls`, :mod:`.walk`): Relax read as
+* `.printing`: per-function TVMScript, printed lazily and cached;
+* `.ir` (gathering `.ir_types`, `.ir_calls`, `.walk`): Relax read as
   plain Python values, for the analyses;
-* :mod:`.passinfo`: a pass's API page and docstring, a census of a module's calls;
-* :mod:`.codegen`: generated source per function, which targets compile here;
-* :mod:`.tensors`: tensor constants as TVM stores them; :mod:`.timing`: kernel and
-  entry-function timers; :mod:`.logs`: TVM's C++ log on standard error, sorted.
+* `.passinfo`: a pass's API page and docstring, a census of a module's calls;
+* `.codegen`: generated source per function, which targets compile here;
+* `.tensors`: tensor constants as TVM stores them; `.timing`: kernel and
+  entry-function timers; `.logs`: TVM's C++ log on standard error, sorted.
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ SUPPORTED_TARGETS = ("llvm", "c", "cuda", "rocm", "metal", "opencl", "vulkan", "
 
 
 def target(spec: Any):
-    """A ``tvm.target.Target`` from a kind name (``"llvm"``), the familiar string form
-    (``"llvm -mcpu=x86-64 -mattr=+avx2,+fma"``), its JSON text, a dict
-    (``{"kind": "llvm", "mcpu": "x86-64"}``, the only form TVM 0.27 parses) or a Target;
+    """A `tvm.target.Target` from a kind name (`"llvm"`), the familiar string form
+    (`"llvm -mcpu=x86-64 -mattr=+avx2,+fma"`), its JSON text, a dict
+    (`{"kind": "llvm", "mcpu": "x86-64"}`, the only form TVM 0.27 parses) or a Target;
     one clear error, in terms of the option, otherwise."""
     t = tvm()
     if isinstance(spec, t.target.Target):
@@ -132,10 +132,10 @@ def target(spec: Any):
 
 
 def target_spec(spec: Any) -> str | dict[str, Any]:
-    """What ``tvm.target.Target(...)`` takes for ``spec`` in TVM 0.27: the kind name
-    alone (``"llvm"``), else the dict form. The string form's options are checked
-    against the kind's (``-mcpuu`` is an unknown option for 'llvm') and typed: lists
-    split at commas (``-mattr=+avx2,+fma``), integers, booleans (``-fast-math`` alone
+    """What `tvm.target.Target(...)` takes for `spec` in TVM 0.27: the kind name
+    alone (`"llvm"`), else the dict form. The string form's options are checked
+    against the kind's (`-mcpuu` is an unknown option for 'llvm') and typed: lists
+    split at commas (`-mattr=+avx2,+fma`), integers, booleans (`-fast-math` alone
     is true).
 
     Examples
@@ -182,9 +182,9 @@ def target_spec(spec: Any) -> str | dict[str, Any]:
 
 
 def _typed(config: dict[str, Any], shown: str, dash: str) -> dict[str, Any]:
-    """``config`` with each option checked against the target kind's and string values
-    converted to the declared type: lists split at commas (``+avx2,+fma``), integers,
-    booleans (a bare ``-flag`` is true). ``dash`` is how the user wrote option names."""
+    """`config` with each option checked against the target kind's and string values
+    converted to the declared type: lists split at commas (`+avx2,+fma`), integers,
+    booleans (a bare `-flag` is true). `dash` is how the user wrote option names."""
     kind = config.get("kind")
     if not isinstance(kind, str) or kind not in _target_kinds():
         return config  # target() reports the unknown kind
@@ -228,7 +228,7 @@ def _option_value(shown: str, key: str, kind: str, value: Any) -> Any:
 
 
 def _check_cpu(tgt: Any, spec: Any) -> None:
-    """TVM accepts any ``mcpu`` and LLVM later falls back to a generic CPU with only a log
+    """TVM accepts any `mcpu` and LLVM later falls back to a generic CPU with only a log
     line: say so now, as LLVM would."""
     mcpu = tgt.attrs.get("mcpu") if tgt.kind.name == "llvm" else None
     if not mcpu:
@@ -265,8 +265,8 @@ def _target_kinds() -> tuple[str, ...]:
 
 
 def target_label(spec: Any, tgt) -> str:
-    """A short, re-parseable name: the user's string when they gave one (``"llvm"``,
-    ``"llvm -mcpu=x86-64"``), the string form of a dict when it has one, else TVM's
+    """A short, re-parseable name: the user's string when they gave one (`"llvm"`,
+    `"llvm -mcpu=x86-64"`), the string form of a dict when it has one, else TVM's
     JSON form."""
     if isinstance(spec, str):
         return " ".join(spec.split())
@@ -305,15 +305,15 @@ def _backend_module_name(tgt) -> str | None:
 
 
 def relax_build_variant(tgt) -> str:
-    """Which pipeline ``relax.build(mod, target)`` runs by default: GPU targets take the
-    target's fused pipeline, CPU takes ``default_build_pipeline`` (no FuseOps/FuseTIR)."""
+    """Which pipeline `relax.build(mod, target)` runs by default: GPU targets take the
+    target's fused pipeline, CPU takes `default_build_pipeline` (no FuseOps/FuseTIR)."""
     return "fused" if "gpu" in list(tgt.keys) else "build"
 
 
 def stage_passes(tgt, variant: str) -> list[tuple[str, list]]:
-    """``[(stage, [Pass, ...]), ...]`` for ``variant`` "fused" (the target's default
-    pipeline, from ``tvm.relax.backend.<target>.pipeline``) or "build" (what
-    ``relax.build`` runs on CPU)."""
+    """`[(stage, [Pass, ...]), ...]` for `variant` "fused" (the target's default
+    pipeline, from `tvm.relax.backend.<target>.pipeline`) or "build" (what
+    `relax.build` runs on CPU)."""
     if variant == "fused":
         mod = importlib.import_module(f"tvm.relax.backend.{_backend_module_name(tgt)}.pipeline")
         with tgt:
@@ -337,7 +337,7 @@ def pass_name(p) -> str:
 
 
 def module_pass(fn: Callable, name: str):
-    """Wrap ``fn(mod) -> mod`` (or ``fn(mod, ctx)``) as a module-level TVM pass."""
+    """Wrap `fn(mod) -> mod` (or `fn(mod, ctx)`) as a module-level TVM pass."""
     return tvm().transform.module_pass(fn, opt_level=0, name=name)
 
 
@@ -347,10 +347,10 @@ def sequential(passes: Sequence, name: str):
 
 def copy_context(extra_instruments: Sequence = (), extra_config: dict | None = None,
                  **overrides):
-    """A PassContext equal to the current one plus ``extra_instruments`` and
-    ``extra_config``.
+    """A PassContext equal to the current one plus `extra_instruments` and
+    `extra_config`.
 
-    An inner ``with PassContext(...)`` replaces the outer context's instruments, opt_level
+    An inner `with PassContext(...)` replaces the outer context's instruments, opt_level
     and config; copying keeps what the user set and adds the recorder. The extra
     instruments go first: TVM calls hooks in list order and stops at the first that
     raises, so a user's instrument refusing a pass still leaves that pass in the trace.
@@ -399,17 +399,17 @@ class Kernels:
 
 
 def build(mod, tgt, relax_pipeline, tir_pipeline: Any = "default", reuse=()):
-    """Build ``mod`` to a VM executable: what ``relax.build(mod, tgt, relax_pipeline=...,
-    tir_pipeline=...)`` does, step by step, so that the compiled TIR library can be kept
+    """Build `mod` to a VM executable: what `relax.build(mod, tgt, relax_pipeline=...,
+    tir_pipeline=...)` does, step by step, so that the compiled TIR library can be kept
     and reused.
 
-    ``tir_pipeline`` is the name of a TIR pipeline TVM has registered, or a
-    :class:`passlab._tvm.tir.TirPipeline` (a pipeline's TIR stages), registered under a
+    `tir_pipeline` is the name of a TIR pipeline TVM has registered, or a
+    `passlab._tvm.tir.TirPipeline` (a pipeline's TIR stages), registered under a
     fresh name for this build only. Kernels are reused only from a build whose TIR
     pipeline had the same content.
 
-    Returns ``(executable, kernels, reused)``: the :class:`Kernels` of this build (None
-    without TIR functions) and whether they came from ``reuse`` (then the TIR pipeline and
+    Returns `(executable, kernels, reused)`: the `Kernels` of this build (None
+    without TIR functions) and whether they came from `reuse` (then the TIR pipeline and
     codegen did not run).
     """
     from tvm.relax import vm_build as vb
@@ -447,7 +447,7 @@ def build(mod, tgt, relax_pipeline, tir_pipeline: Any = "default", reuse=()):
 
 
 def _tir_name(tir_pipeline: Any):
-    """A context giving the name ``tirx.build`` takes: TVM's own name as it is, a
+    """A context giving the name `tirx.build` takes: TVM's own name as it is, a
     passlab TIR pipeline registered for the block."""
     from contextlib import nullcontext
 
@@ -460,15 +460,15 @@ def _tir_name(tir_pipeline: Any):
 
 # ------------------------------------------------------------------------ object cache
 class ObjectCache:
-    """``fn(obj)`` for TVM objects, cached by the C object's address; ``fn(a, b)`` for
+    """`fn(obj)` for TVM objects, cached by the C object's address; `fn(a, b)` for
     pairs (or more) of objects, cached by their addresses together.
 
-    Python wrappers of one TVM object differ from call to call, so ``id()`` is useless;
+    Python wrappers of one TVM object differ from call to call, so `id()` is useless;
     the address is stable. Each entry keeps its objects alive, so that an address
     cannot be reused by another object while the entry is cached.
 
-    For a cache that outlives a trace: ``maxsize`` keeps the entries used last, and
-    ``weak=True`` (one object per call) refers to the object weakly instead, so that the
+    For a cache that outlives a trace: `maxsize` keeps the entries used last, and
+    `weak=True` (one object per call) refers to the object weakly instead, so that the
     cache keeps nothing alive; its entry counts while that Python object lives (a trace's
     step holds its modules' objects) and is dropped when found dead, since the address may
     be reused.
@@ -514,7 +514,7 @@ class ObjectCache:
 
 # -------------------------------------------------------------------------- functions
 def functions(mod) -> dict[str, Any]:
-    """``{global name: function}`` of a module."""
+    """`{global name: function}` of a module."""
     return {gv.name_hint: f for gv, f in mod.functions.items()}
 
 
@@ -544,7 +544,7 @@ def _field_names(cls: Any) -> tuple[str, ...] | None:
 
 
 def rebuilt_copy(a, b) -> bool:
-    """Whether ``b`` is ``a`` rebuilt from the very same parts: one type, and every field
+    """Whether `b` is `a` rebuilt from the very same parts: one type, and every field
     (span aside) the same object or an equal plain value. TVM's TIR passes return most
     PrimFuncs this way (3,376 of Swin-T's 6,268 rebuilt functions), and such a pair is
     structurally equal without walking it."""
@@ -568,8 +568,8 @@ def rebuilt_copy(a, b) -> bool:
 
 
 def structural_equal(a, b, *, tensor_content: bool = False) -> bool:
-    """Structural equality with free variables mapped (see :func:`function_hash`);
-    tensor bytes are compared only with ``tensor_content=True``."""
+    """Structural equality with free variables mapped (see `function_hash`);
+    tensor bytes are compared only with `tensor_content=True`."""
     if a.same_as(b) or rebuilt_copy(a, b):
         return True
     import tvm_ffi
@@ -601,7 +601,7 @@ def is_relax_function(func) -> bool:
 
 
 def has_relax_function(mod) -> bool:
-    """True when ``mod`` (an IRModule, or None) holds a Relax function: the graph, the
+    """True when `mod` (an IRModule, or None) holds a Relax function: the graph, the
     buffers and provenance describe Relax functions, and TVM's TIR stage has none."""
     return mod is not None and any(is_relax_function(f) for f in functions(mod).values())
 
@@ -612,11 +612,11 @@ def is_prim_func(func) -> bool:
 
 def entry_function(mod, *, strict: bool = True) -> str:
     """Name of the function a user calls, by one rule used everywhere (running a build,
-    the fused graph, buffers, partitions): the first Relax function with a ``num_input``
-    attribute (what ``nn.Module.export_tvm`` and TVM's ONNX and PyTorch importers set),
-    else ``main``, else ``forward``, else the only public Relax function.
+    the fused graph, buffers, partitions): the first Relax function with a `num_input`
+    attribute (what `nn.Module.export_tvm` and TVM's ONNX and PyTorch importers set),
+    else `main`, else `forward`, else the only public Relax function.
 
-    When none of these decides, ``strict`` raises ``ValueError``; otherwise the first
+    When none of these decides, `strict` raises `ValueError`; otherwise the first
     public Relax function (or the first Relax function) is taken.
     """
     fns = {n: f for n, f in functions(mod).items() if is_relax_function(f)}
@@ -640,7 +640,7 @@ def entry_function(mod, *, strict: bool = True) -> str:
 
 def num_inputs(func) -> int:
     """How many leading parameters of a Relax function are inputs (the rest are weights):
-    its ``num_input`` attribute, else all of them."""
+    its `num_input` attribute, else all of them."""
     attrs = func.attrs
     if attrs is not None and "num_input" in attrs:
         return int(attrs["num_input"])
@@ -648,8 +648,8 @@ def num_inputs(func) -> int:
 
 
 def with_inputs(func, names: Sequence[str]):
-    """``func`` with the parameters named ``names`` as its inputs: they come first (in
-    the function's own order) and the ``num_input`` attribute says how many; the others
+    """`func` with the parameters named `names` as its inputs: they come first (in
+    the function's own order) and the `num_input` attribute says how many; the others
     are weights. Unknown names are refused, listing the parameters."""
     given = [str(p.name) for p in func.params]
     for n in names:
@@ -682,7 +682,7 @@ def parse_script(text: str):
 
 
 def params(func) -> list[tuple[str, tuple, str]]:
-    """``[(name, shape, dtype), ...]`` of a Relax function's tensor parameters; symbolic
+    """`[(name, shape, dtype), ...]` of a Relax function's tensor parameters; symbolic
     dimensions appear as their variable names."""
     out = []
     for p in func.params:
@@ -695,8 +695,8 @@ def params(func) -> list[tuple[str, tuple, str]]:
 
 
 def signature(func) -> tuple[tuple[str, str], ...]:
-    """``((name, type), ...)`` of a Relax function's parameters and, last, ``("->",
-    return type)``: any parameter kind (tensors, tuples, callbacks), as TVM prints it."""
+    """`((name, type), ...)` of a Relax function's parameters and, last, `("->",
+    return type)`: any parameter kind (tensors, tuples, callbacks), as TVM prints it."""
     ret = func.ret_ty if hasattr(func, "ret_ty") else getattr(func, "ret_struct_info", None)
     text = str(ret)
     if text == "None" and len(getattr(ret, "fields", ()) or ()) == 0 and ret is not None:
@@ -742,8 +742,8 @@ def versions() -> dict[str, str]:
 
 # ------------------------------------------------------------------------- renaming
 def rename_functions(mod, renames: dict[str, str]):
-    """``mod`` with public functions renamed (``{old: new}``) through their
-    ``global_symbol`` and ``NormalizeGlobalVar``, which also updates every call of them."""
+    """`mod` with public functions renamed (`{old: new}`) through their
+    `global_symbol` and `NormalizeGlobalVar`, which also updates every call of them."""
     t = tvm()
     funcs = {}
     for gv, func in mod.functions_items():
@@ -755,7 +755,7 @@ def rename_functions(mod, renames: dict[str, str]):
 
 
 def without_symbol(func):
-    """``func`` without its ``global_symbol`` attribute (its public name), to compare two
+    """`func` without its `global_symbol` attribute (its public name), to compare two
     functions that differ only in what they are called."""
     attrs = func.attrs
     if attrs is None or "global_symbol" not in attrs:
@@ -774,7 +774,7 @@ def keep_interrupts() -> None:
     """Make a KeyboardInterrupt raised in a Python callback during a TVM pass (a hook,
     a Python pass, a signal handler run there) come back to Python as a
     KeyboardInterrupt. tvm_ffi maps exceptions to C++ errors by registered class name;
-    an unregistered class becomes ``RuntimeError`` with the exception's message, which
+    an unregistered class becomes `RuntimeError` with the exception's message, which
     for Ctrl-C is empty."""
     from tvm_ffi.error import register_error
 

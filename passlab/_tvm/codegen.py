@@ -1,9 +1,9 @@
 """What a target produced: source text out of TVM's runtime modules, split per function,
 and which targets this TVM wheel can generate code for without their hardware.
 
-``tvm.tirx.build`` returns a host runtime module (kind "llvm" or "c") with one imported
+`tvm.tirx.build` returns a host runtime module (kind "llvm" or "c") with one imported
 module per device target (kind "cuda", "opencl", "metal", "webgpu", ...). Each one
-answers ``inspect_source(fmt)``: LLVM IR ("ll") and assembly ("asm") for llvm, C for c,
+answers `inspect_source(fmt)`: LLVM IR ("ll") and assembly ("asm") for llvm, C for c,
 the device language for the others.
 """
 
@@ -41,10 +41,10 @@ EXPENSIVE = frozenset({"asm"})
 
 
 def sources(lib: Any) -> tuple[dict[str, str], dict[str, Callable[[], str]]]:
-    """The source of a compiled TIR library: ``({kind: text}, {kind: read})``, the first
+    """The source of a compiled TIR library: `({kind: text}, {kind: read})`, the first
     for cheap kinds (LLVM IR, C, device code: the host module's, then each imported
     device module's under its kind, "cuda", "opencl", ...), the second for expensive ones
-    (:data:`EXPENSIVE`), to be read on demand. Kinds whose text is empty are left out."""
+    (`EXPENSIVE`), to be read on demand. Kinds whose text is empty are left out."""
     out: dict[str, str] = {}
     later: dict[str, Callable[[], str]] = {}
     todo = [lib]
@@ -75,11 +75,11 @@ _NOT_NAMES = frozenset({"__launch_bounds__", "__attribute__", "if", "for", "whil
 
 
 def split_functions(text: str, kind: str) -> dict[str, str]:
-    """``{symbol: text}`` of the function definitions in ``text`` (source kind ``kind``),
-    in order. LLVM IR: ``define ... @name(`` to ``}``; assembly: ``name:`` to its
-    ``.size``; C-like sources (c, cuda, opencl, metal, webgpu): a definition starts on an
-    unindented line that ends with ``{`` and ends at the next line that is ``}``
-    (WGSL: at a line starting ``fn name(``)."""
+    """`{symbol: text}` of the function definitions in `text` (source kind `kind`),
+    in order. LLVM IR: `define ... @name(` to `}`; assembly: `name:` to its
+    `.size`; C-like sources (c, cuda, opencl, metal, webgpu): a definition starts on an
+    unindented line that ends with `{` and ends at the next line that is `}`
+    (WGSL: at a line starting `fn name(`)."""
     lines = text.splitlines()
     out: dict[str, str] = {}
     if kind == "asm":
@@ -117,9 +117,9 @@ def split_functions(text: str, kind: str) -> dict[str, str]:
 
 def kernel_of(symbol: str, kernels: Any) -> str | None:
     """The TIR kernel (PrimFunc name) a generated symbol belongs to: the longest kernel
-    name that the symbol is, or starts with followed by ``_`` (``__tvm_ffi_`` prefix of
-    packed functions dropped): ``fused_add_kernel`` and ``fused_add_compute_`` belong to
-    ``fused_add``."""
+    name that the symbol is, or starts with followed by `_` (`__tvm_ffi_` prefix of
+    packed functions dropped): `fused_add_kernel` and `fused_add_compute_` belong to
+    `fused_add`."""
     base = symbol.removeprefix("__tvm_ffi_")
     best = None
     for k in kernels:
@@ -130,7 +130,7 @@ def kernel_of(symbol: str, kernels: Any) -> str | None:
 
 def codegen_status(kind: str) -> str:
     """"available", or why this TVM wheel cannot generate code for target kind
-    ``kind`` on this machine (without building anything)."""
+    `kind` on this machine (without building anything)."""
     import tvm
 
     if tvm.get_global_func(f"target.build.{kind}", allow_missing=True) is None:
@@ -163,7 +163,7 @@ def _libdevice() -> bool:
 
 
 def runnable(kind: str) -> str | None:
-    """None when built code for target kind ``kind`` can run here, else why not."""
+    """None when built code for target kind `kind` can run here, else why not."""
     import tvm
 
     if kind == "c":
@@ -193,8 +193,8 @@ def runnable(kind: str) -> str | None:
 
 
 def compile_alone(module: Any, name: str) -> BaseException | None:
-    """Run the code generator (``target.build.<kind>``, what ``tvm.tirx.build`` ends
-    with) on function ``name`` of a lowered TIR ``module`` alone, for the target bound to
+    """Run the code generator (`target.build.<kind>`, what `tvm.tirx.build` ends
+    with) on function `name` of a lowered TIR `module` alone, for the target bound to
     that function; the exception it raised, or None when it compiled."""
     import tvm
 
@@ -212,7 +212,7 @@ def compile_alone(module: Any, name: str) -> BaseException | None:
 
 
 def single_function(module: Any, name: str) -> Any:
-    """``module`` with only function ``name`` (and the module's attributes)."""
+    """`module` with only function `name` (and the module's attributes)."""
     import tvm
 
     gv = module.get_global_var(name)

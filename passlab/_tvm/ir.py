@@ -1,28 +1,28 @@
-"""IR helpers shared by the analyses (:mod:`~passlab.analysis.graph`,
-:mod:`~passlab.analysis.buffers`, :mod:`~passlab.analysis.partitions`,
-:mod:`~passlab.analysis.provenance`, the liveness and partition scans) and
-:mod:`passlab.models._source_names`, in one namespace.
+"""IR helpers shared by the analyses (`graph`,
+`buffers`, `partitions`,
+`provenance`, the liveness and partition scans) and
+`passlab.models._source_names`, in one namespace.
 
-Every call that depends on the shape of TVM 0.27's Python API (unified ``tvm.ir.expr``
-nodes, ``var.ty`` instead of struct info, ``tvm.ir.prim.expr`` for symbolic sizes) lives
+Every call that depends on the shape of TVM 0.27's Python API (unified `tvm.ir.expr`
+nodes, `var.ty` instead of struct info, `tvm.ir.prim.expr` for symbolic sizes) lives
 in this module or the three it gathers, so that the analyses read plain Python values
-only. They import this module (``from passlab._tvm import ir as _ir``) and use
-``_ir.<name>``:
+only. They import this module (`from passlab._tvm import ir as _ir`) and use
+`_ir.<name>`:
 
-* inputs (here): :func:`as_module`, :func:`relax_functions`, :func:`select_functions`,
-  :func:`main_function`;
-* :mod:`passlab._tvm.ir_types`: function attributes, bindings, and types and sizes
-  (:func:`tensor_infos`: shape, dtype, bytes; symbolic sizes kept as text like
-  ``256 * n`` and evaluated with ``bounds``);
-* :mod:`passlab._tvm.ir_calls`: :func:`call_target` (operator, ``call_tir`` kernel, fused
+* inputs (here): `as_module`, `relax_functions`, `select_functions`,
+  `main_function`;
+* `passlab._tvm.ir_types`: function attributes, bindings, and types and sizes
+  (`tensor_infos`: shape, dtype, bytes; symbolic sizes kept as text like
+  `256 * n` and evaluated with `bounds`);
+* `passlab._tvm.ir_calls`: `call_target` (operator, `call_tir` kernel, fused
   function, partition, destination-passing call, allocation), fused-kernel names,
-  ``op_pattern``;
-* :mod:`passlab._tvm.walk`: :class:`Walker`, one Relax function as :class:`Value` objects
-  flowing between :class:`CallSite` objects, through aliases, tuples, views and
+  `op_pattern`;
+* `passlab._tvm.walk`: `Walker`, one Relax function as `Value` objects
+  flowing between `CallSite` objects, through aliases, tuples, views and
   allocations.
 
-Imports run one way: ``ir_types`` <- ``ir_calls`` <- ``walk`` <- this module. Views do not
-import it (``tests/test_architecture.py``): they ask the analyses.
+Imports run one way: `ir_types` <- `ir_calls` <- `walk` <- this module. Views do not
+import it (`tests/test_architecture.py`): they ask the analyses.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def clear_caches() -> None:
 
 # ----------------------------------------------------------------------------- inputs
 def as_module(x: Any) -> tuple[Any, Any]:
-    """Return ``(module, before)`` for an IRModule or a Step (``.after`` / ``.before``)."""
+    """Return `(module, before)` for an IRModule or a Step (`.after` / `.before`)."""
     tvm, _ = _tvm()
     if isinstance(x, tvm.IRModule):
         return x, None
@@ -120,7 +120,7 @@ def relax_functions(mod: Any) -> dict[str, Any]:
 
 
 def main_function(mod: Any) -> str:
-    """The entry function's name (:func:`passlab._tvm.entry_function`), or an error
+    """The entry function's name (`passlab._tvm.entry_function`), or an error
     saying there is nothing to analyse."""
     funcs = relax_functions(mod)
     if not funcs:
@@ -132,7 +132,7 @@ def main_function(mod: Any) -> str:
 
 
 def select_functions(mod: Any, function: str | None, all_when_none: bool) -> list[str]:
-    """Validate ``function`` against the module's Relax functions."""
+    """Validate `function` against the module's Relax functions."""
     funcs = relax_functions(mod)
     if not funcs:
         main_function(mod)  # raises the "no Relax function" error

@@ -1,11 +1,11 @@
 """What a Relax call calls, and what a kernel contains (gathered in
-:mod:`passlab._tvm.ir`).
+`passlab._tvm.ir`).
 
-* :func:`call_target`: operator, ``call_tir`` kernel, fused function, partition,
+* `call_target`: operator, `call_tir` kernel, fused function, partition,
   destination-passing call, allocation or bookkeeping;
-* kernel names: :func:`normalize_kernel` (``matmul1`` -> ``matmul``),
-  :func:`split_fused_name` (the ops of ``fused_batch_norm1_add1_relu1``), :func:`short_op`;
-* ``op_pattern`` (:func:`op_pattern`, :func:`pattern_name`) and the op sets a walk treats
+* kernel names: `normalize_kernel` (`matmul1` -> `matmul`),
+  `split_fused_name` (the ops of `fused_batch_norm1_add1_relu1`), `short_op`;
+* `op_pattern` (`op_pattern`, `pattern_name`) and the op sets a walk treats
   apart (views, allocations, bookkeeping).
 """
 
@@ -44,12 +44,12 @@ CALL_TIR_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.cal
 
 
 class Target(NamedTuple):
-    """What a Relax ``Call`` calls.
+    """What a Relax `Call` calls.
 
-    ``kind``: ``op`` (Relax operator), ``call_tir`` (kernel through ``R.call_tir``),
-    ``dps`` (PrimFunc, extern or ``call_packed`` function called destination-passing
-    style after CallTIRRewrite), ``function`` (a Relax function: fused, composite,
-    codegen or plain), ``packed`` (``call_dps_packed``), ``alloc`` or ``bookkeeping``.
+    `kind`: `op` (Relax operator), `call_tir` (kernel through `R.call_tir`),
+    `dps` (PrimFunc, extern or `call_packed` function called destination-passing
+    style after CallTIRRewrite), `function` (a Relax function: fused, composite,
+    codegen or plain), `packed` (`call_dps_packed`), `alloc` or `bookkeeping`.
     """
 
     kind: str
@@ -59,8 +59,8 @@ class Target(NamedTuple):
 
 
 def call_target(call: Any, mod: Any, local_funcs: Mapping[Any, Any]) -> Target:
-    """What ``call`` calls, its functions looked up in ``mod`` (a GlobalVar) or in
-    ``local_funcs`` (functions bound inside the walked one)."""
+    """What `call` calls, its functions looked up in `mod` (a GlobalVar) or in
+    `local_funcs` (functions bound inside the walked one)."""
     t, gv, local = _call_shape(call)
     if gv is not None:  # a kernel or function of the module: looked up in this module
         func = _lookup(mod, gv)
@@ -75,7 +75,7 @@ def call_target(call: Any, mod: Any, local_funcs: Mapping[Any, Any]) -> Target:
 
 
 def _shape_of(call: Any) -> tuple[Target, Any, Any]:
-    """What ``call`` calls as far as the call itself says: the target without the
+    """What `call` calls as far as the call itself says: the target without the
     module's function, the GlobalVar to look that up by, and the op when it may be a
     local function (one bound inside the walked function)."""
     tvm, relax = _tvm()
@@ -118,7 +118,7 @@ _call_shape = ObjectCache(_shape_of, maxsize=16384)
 
 
 def _lookup(mod: Any, key: Any) -> Any:
-    """``mod[key]`` or ``None`` (no module, unknown name, dangling GlobalVar)."""
+    """`mod[key]` or `None` (no module, unknown name, dangling GlobalVar)."""
     try:
         return None if mod is None else mod[key]
     except Exception:
@@ -126,7 +126,7 @@ def _lookup(mod: Any, key: Any) -> Any:
 
 
 def short_op(name: str) -> str:
-    """``relax.nn.conv2d`` -> ``nn.conv2d``."""
+    """`relax.nn.conv2d` -> `nn.conv2d`."""
     return name[6:] if name.startswith("relax.") else name
 
 
@@ -146,7 +146,7 @@ def _vocab() -> dict[str, str]:
 
 
 def normalize_kernel(name: str, extra: frozenset[str] = frozenset()) -> str:
-    """``matmul1`` -> ``matmul``: drop the numeric suffix LegalizeOps adds to kernels."""
+    """`matmul1` -> `matmul`: drop the numeric suffix LegalizeOps adds to kernels."""
     vocab = _vocab()
     if name in vocab:
         return vocab[name]
@@ -157,7 +157,7 @@ def normalize_kernel(name: str, extra: frozenset[str] = frozenset()) -> str:
 
 
 def split_fused_name(name: str, extra: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
-    """Recover the ops of ``fused_batch_norm1_add1_relu1`` from its name, or ``None``."""
+    """Recover the ops of `fused_batch_norm1_add1_relu1` from its name, or `None`."""
     if not name.startswith("fused_"):
         return None
     vocab = _vocab()

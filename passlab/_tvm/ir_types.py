@@ -1,12 +1,12 @@
 """Relax nodes read as plain Python values: the bottom of the IR helpers (gathered in
-:mod:`passlab._tvm.ir`).
+`passlab._tvm.ir`).
 
-* the lazy ``tvm`` import; function attributes (:func:`attr`, :func:`num_inputs`);
-  :func:`rename_symbolic_vars` (an importer's ``s27`` back to the user's ``seq``);
-* bindings: :func:`iter_bindings`, and :func:`var_refs` (the variables an expression
+* the lazy `tvm` import; function attributes (`attr`, `num_inputs`);
+  `rename_symbolic_vars` (an importer's `s27` back to the user's `seq`);
+* bindings: `iter_bindings`, and `var_refs` (the variables an expression
   reads);
-* types and sizes: :func:`tensor_infos` (shape, dtype, bytes; symbolic sizes kept as text
-  like ``256 * n`` and evaluated with ``bounds``).
+* types and sizes: `tensor_infos` (shape, dtype, bytes; symbolic sizes kept as text
+  like `256 * n` and evaluated with `bounds`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _tvm() -> tuple[Any, Any]:
 
 
 def attr(func: Any, key: str, default: Any = None) -> Any:
-    """A function attribute as a plain Python value (``default`` when absent)."""
+    """A function attribute as a plain Python value (`default` when absent)."""
     attrs = getattr(func, "attrs", None)
     if attrs is None or key not in attrs:
         return default
@@ -37,9 +37,9 @@ def attr(func: Any, key: str, default: Any = None) -> Any:
 
 
 def rename_symbolic_vars(func: Any, names: Mapping[str, str]) -> Any:
-    """``func`` with its symbolic shape variables renamed (``{"s27": "seq"}``), in the
-    signature, the body and the ``tir_var_lower_bound``/``tir_var_upper_bound``
-    attributes. Names that are not variables of ``func`` are ignored. Binding spans are
+    """`func` with its symbolic shape variables renamed (`{"s27": "seq"}`), in the
+    signature, the body and the `tir_var_lower_bound`/`tir_var_upper_bound`
+    attributes. Names that are not variables of `func` are ignored. Binding spans are
     not kept (TVM's rebinding makes new bindings): callers write them again."""
     tvm, relax = _tvm()
     found = {str(v.name): v for v in relax.analysis.defined_symbolic_vars(func)}
@@ -89,14 +89,14 @@ def var_refs(expr: Any) -> list[Any]:
 
 # ----------------------------------------------------------------------- types and sizes
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element, with the rounding ``estimate_memory_usage`` uses."""
+    """Bytes per element, with the rounding `estimate_memory_usage` uses."""
     tvm, _ = _tvm()
     t = tvm.DataType(dtype)
     return ((t.bits + 7) // 8) * t.lanes
 
 
 def prim_text(e: Any) -> str:
-    """A PrimExpr (or int) as short text: ``256 * n`` rather than ``n * T.int64(256)``."""
+    """A PrimExpr (or int) as short text: `256 * n` rather than `n * T.int64(256)`."""
     return _fmt(e)[0]
 
 
@@ -146,7 +146,7 @@ _OPS: dict[str, Callable[[int, int], int]] = {"Add": lambda a, b: a + b, "Sub": 
 
 
 def evaluate(e: Any, bounds: Mapping[str, int] | None) -> int | None:
-    """Integer value of a PrimExpr with ``bounds`` substituted; ``None`` if unknown."""
+    """Integer value of a PrimExpr with `bounds` substituted; `None` if unknown."""
     if isinstance(e, int):
         return e
     kind = type(e).__name__
@@ -164,7 +164,7 @@ def evaluate(e: Any, bounds: Mapping[str, int] | None) -> int | None:
 
 @dataclass(frozen=True)
 class Size:
-    """Byte size of a tensor or storage: exact ``bytes`` when known, ``text`` always."""
+    """Byte size of a tensor or storage: exact `bytes` when known, `text` always."""
 
     bytes: int | None
     text: str
@@ -172,7 +172,7 @@ class Size:
 
 
 def size_of_shape(dims: list[Any] | None, dtype: str, bounds: Mapping[str, int] | None) -> Size:
-    """Bytes of a tensor of shape ``dims`` (PrimExprs) and ``dtype``."""
+    """Bytes of a tensor of shape `dims` (PrimExprs) and `dtype`."""
     if dims is None or not dtype or dtype == "void":
         return Size(None, "?")
     const, parts, syms = dtype_bytes(dtype), [], set()
@@ -195,7 +195,7 @@ def size_of_shape(dims: list[Any] | None, dtype: str, bounds: Mapping[str, int] 
 
 
 def size_of_expr(e: Any, bounds: Mapping[str, int] | None) -> Size:
-    """Size of an ``alloc_storage`` (already in bytes)."""
+    """Size of an `alloc_storage` (already in bytes)."""
     syms = tuple(sorted(symbols(e)))
     return Size(evaluate(e, bounds), prim_text(e), syms)
 
@@ -210,9 +210,9 @@ class TensorInfo:
 
 
 def tensor_infos(ty: Any, bounds: Mapping[str, int] | None = None) -> list[TensorInfo]:
-    """One :class:`TensorInfo` per tensor in ``ty`` (tuples flattened, others skipped).
+    """One `TensorInfo` per tensor in `ty` (tuples flattened, others skipped).
 
-    Without ``bounds``, remembered per type object (an LRU): a pass that rewrites a
+    Without `bounds`, remembered per type object (an LRU): a pass that rewrites a
     function keeps the bindings it leaves alone, types included, so the buffer walks of a
     pipeline's modules meet the same types again (7B-shaped transformer: 2,016 distinct
     types in 16,968 lookups over the 18 Relax modules' walks)."""

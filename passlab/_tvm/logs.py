@@ -1,10 +1,10 @@
 """TVM's C++ log on standard error, sorted while a build runs: the lines TVM 0.27 prints on
-every ordinary build (no CUDA toolkit on a CPU machine, a note of the ``take`` lowering)
+every ordinary build (no CUDA toolkit on a CPU machine, a note of the `take` lowering)
 are kept as the build's warnings instead of reaching the user's terminal or notebook,
 and everything else goes through at once, unchanged.
 
-TVM logs with ``LOG(WARNING)`` straight to file descriptor 2, below Python's
-``sys.stderr``, so the only way to sort it is to point that descriptor at a pipe for the
+TVM logs with `LOG(WARNING)` straight to file descriptor 2, below Python's
+`sys.stderr`, so the only way to sort it is to point that descriptor at a pipe for the
 duration of the build and read the pipe in a thread. The list of benign messages is
 TVM-version knowledge and lives here, beside the rest of the adapter.
 """

@@ -1,7 +1,7 @@
 """What passlab's explanations need from TVM: where a pass's API lives and its docstring,
 and a census of the calls in a module (operators, kernels, allocations, frees).
 
-Pass names are those TVM records (``FuseOps``, ``tirx.LowerIntrin``, ``s_tir.LoopPartition``);
+Pass names are those TVM records (`FuseOps`, `tirx.LowerIntrin`, `s_tir.LoopPartition`);
 the Python modules that define them moved between TVM versions, hence this adapter.
 """
 
@@ -59,14 +59,14 @@ def pass_constructors() -> dict[str, Callable[[], Any]]:
 
 
 def api_path(name: str) -> str | None:
-    """``tvm.relax.transform.FuseOps`` for "FuseOps": the TVM API object that makes the pass
-    called ``name`` (a ``#n`` suffix is ignored), or None when TVM has none by that name."""
+    """`tvm.relax.transform.FuseOps` for "FuseOps": the TVM API object that makes the pass
+    called `name` (a `#n` suffix is ignored), or None when TVM has none by that name."""
     found = _lookup(name.split("#")[0])
     return None if found is None else found[0]
 
 
 def pass_doc(name: str) -> tuple[str, str] | None:
-    """``(api path, docstring)`` of the TVM pass called ``name``, or None."""
+    """`(api path, docstring)` of the TVM pass called `name`, or None."""
     found = _lookup(name.split("#")[0])
     if found is None:
         return None
@@ -125,7 +125,7 @@ class Census:
 
     @property
     def builtin_allocs(self) -> int:
-        """``R.builtin.alloc_tensor`` calls (unplanned allocations)."""
+        """`R.builtin.alloc_tensor` calls (unplanned allocations)."""
         return self.allocs.get(ALLOC_TENSOR, 0)
 
     @property
@@ -142,7 +142,7 @@ class Census:
 
 
 def census(mod: Any) -> Census:
-    """Count the calls of every Relax function of ``mod`` (see :class:`Census`); once per
+    """Count the calls of every Relax function of `mod` (see `Census`); once per
     module object (a step's module before is the previous step's after)."""
     return Census() if mod is None else _CENSUSES(mod)
 
@@ -192,7 +192,7 @@ _CENSUSES = ObjectCache(_census, maxsize=64, weak=True)
 
 
 def op_patterns(mod: Any, names: Any) -> Counter:
-    """How many of the PrimFuncs ``names`` of ``mod`` carry each ``op_pattern`` label."""
+    """How many of the PrimFuncs `names` of `mod` carry each `op_pattern` label."""
     from passlab._tvm.ir_calls import op_pattern, pattern_name
 
     out: Counter = Counter()

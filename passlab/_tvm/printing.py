@@ -4,8 +4,8 @@ Printing a whole module costs ~50 ms (resnet) to ~140 ms (mobilenet_v2); a diff 
 needs the few functions it shows, and unchanged functions are the same objects from one
 snapshot to the next, so each is printed at most once while it stays in the cache.
 
-With :mod:`passlab._tvm`, this module holds the diff code's calls into TVM APIs that move
-between releases (``Scriptable.script`` options).
+With `passlab._tvm`, this module holds the diff code's calls into TVM APIs that move
+between releases (`Scriptable.script` options).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ CACHE_SIZE = 4096
 
 
 class _TextCache:
-    """LRU of printed text keyed by ``(C object address, printed name[, bindings])``.
+    """LRU of printed text keyed by `(C object address, printed name[, bindings])`.
 
     Each entry keeps a reference to the TVM object it was printed from, so the address
     cannot be freed and reused by another object while the entry lives.
@@ -94,7 +94,7 @@ def _address(obj: Any) -> int:
 
 
 def _strip(text: str) -> str:
-    """Drop the ``# from tvm.script import ...`` header and the metadata footnote."""
+    """Drop the `# from tvm.script import ...` header and the metadata footnote."""
     lines = text.split("\n")
     start = 0
     while start < len(lines) and (lines[start].startswith("# from ") or not lines[start].strip()):
@@ -108,11 +108,11 @@ def _strip(text: str) -> str:
 
 
 def _print_relax_in_module(func: Any, name: str) -> str:
-    """Print a Relax function as it appears inside its module (``cls.callee`` calls).
+    """Print a Relax function as it appears inside its module (`cls.callee` calls).
 
     Printed alone, a call to another module function shows as a bare name that can
-    shadow a local variable (``matmul = R.call_tir(matmul, ...)``); inside a module it
-    is ``cls.matmul``. A module of this function plus a one-line ``ExternFunc`` stand-in
+    shadow a local variable (`matmul = R.call_tir(matmul, ...)`); inside a module it
+    is `cls.matmul`. A module of this function plus a one-line `ExternFunc` stand-in
     for each callee prints it that way at the cost of printing the function alone.
     """
     import tvm
@@ -146,8 +146,8 @@ def _print(func: Any, name: str) -> str:
 
 
 def function_text(func: Any, name: str) -> str:
-    """TVMScript of one module function as ``def name(...)``, without import headers; a
-    one-line ``# TVM could not print ...`` comment where TVM's printer raises."""
+    """TVMScript of one module function as `def name(...)`, without import headers; a
+    one-line `# TVM could not print ...` comment where TVM's printer raises."""
     key = (_address(func), name)
     text = _CACHE.get(key)
     if text is None:
@@ -164,7 +164,7 @@ _COUNTS_SIZE = 256
 
 def binding_count(func: Any) -> int:
     """How many top-level bindings a Relax function has (0 for anything else): what
-    :func:`head_text` counts. Cached by object."""
+    `head_text` counts. Cached by object."""
     key = _address(func)
     with _CACHE._lock:
         hit = _COUNTS.get(key)
@@ -182,7 +182,7 @@ def binding_count(func: Any) -> int:
 
 
 def binding_names(func: Any, limit: int) -> tuple[str, ...]:
-    """The variable names of a Relax function's first ``limit`` top-level bindings, in
+    """The variable names of a Relax function's first `limit` top-level bindings, in
     program order (empty for anything else). Each costs a few calls into TVM, so only
     the region asked for is read."""
     body: Any = getattr(func, "body", None)
@@ -199,7 +199,7 @@ def binding_names(func: Any, limit: int) -> tuple[str, ...]:
 
 
 def _head(func: Any, count: int) -> Any:
-    """``func`` with only its first ``count`` top-level bindings, returning the last of
+    """`func` with only its first `count` top-level bindings, returning the last of
     them: printed, its lines are the whole function's first lines (names are given in
     program order), and a print costs what those lines cost."""
     from tvm import relax
@@ -219,7 +219,7 @@ def _head(func: Any, count: int) -> Any:
 
 
 def can_head(func: Any, count: int) -> bool:
-    """Whether :func:`head_text` can cut ``func`` after ``count`` bindings (TVM builds
+    """Whether `head_text` can cut `func` after `count` bindings (TVM builds
     the shorter function); False sends a first view back to the whole function."""
     try:
         _head(func, count)
@@ -230,8 +230,8 @@ def can_head(func: Any, count: int) -> bool:
 
 
 def _strip_head_tail(text: str) -> str:
-    """Drop what only a head print has after its last binding: ``return`` of that
-    binding's variable and the dataflow block's ``R.output(...)`` for it."""
+    """Drop what only a head print has after its last binding: `return` of that
+    binding's variable and the dataflow block's `R.output(...)` for it."""
     lines = text.split("\n")
     if lines and lines[-1].startswith("    return "):
         lines.pop()
@@ -241,8 +241,8 @@ def _strip_head_tail(text: str) -> str:
 
 
 def head_text(func: Any, name: str, count: int) -> str:
-    """The first lines of :func:`function_text` of a Relax function: its signature and
-    its first ``count`` top-level bindings (per binding region: a 32-layer forward of
+    """The first lines of `function_text` of a Relax function: its signature and
+    its first `count` top-level bindings (per binding region: a 32-layer forward of
     2,400 lines prints its first screen in a tenth of the time). The whole text when the
     function has no more bindings than that, or is not a Relax function."""
     if binding_count(func) <= count:
@@ -269,7 +269,7 @@ def _job_key(func: Any, name: str, count: int | None) -> tuple[Any, ...]:
 
 
 def _print_job(func: Any, name: str, count: int | None) -> str:
-    """:func:`function_text` (``count`` None) or :func:`head_text`, printed. A loaded
+    """`function_text` (`count` None) or `head_text`, printed. A loaded
     trace can hold a function that passes TVM's well-formedness check and still makes
     its printer raise (a fuzzed trace: an array one element short, a loop whose bounds'
     type differs from its variable's): its text is then a one-line comment that says so,
@@ -285,9 +285,9 @@ def _print_job(func: Any, name: str, count: int | None) -> str:
 
 
 def prefetch(jobs: Iterable[tuple[Any, ...]]) -> int:
-    """Print the ``(function, name)`` pairs (or ``(function, name, bindings)`` triples:
-    :func:`head_text`) not yet in the cache, in parallel threads, so that the
-    :func:`function_text` / :func:`head_text` calls that follow are cache hits. Returns
+    """Print the `(function, name)` pairs (or `(function, name, bindings)` triples:
+    `head_text`) not yet in the cache, in parallel threads, so that the
+    `function_text` / `head_text` calls that follow are cache hits. Returns
     how many were printed. With one core, or one job, it prints in this thread."""
     global _pool
     todo: dict[tuple[Any, ...], tuple[Any, str, int | None]] = {}
@@ -325,7 +325,7 @@ def cache_info() -> dict[str, int]:
 
 
 def function_kind(func: Any) -> str:
-    """``"tir"`` for a PrimFunc, ``"relax"`` for Relax functions, else the class name."""
+    """`"tir"` for a PrimFunc, `"relax"` for Relax functions, else the class name."""
     module = type(func).__module__
     if module.startswith(("tvm.tirx", "tvm.tir")):
         return "tir"
@@ -338,7 +338,7 @@ def same_function(a: Any, b: Any) -> bool:
     """Identity (the fast path: unchanged functions are shared) or structural equality.
 
     Free variables are mapped (PrimFuncs hold free buffer-data variables from
-    ``MakePackedAPI`` on) and tensor bytes are skipped (weights are not code).
+    `MakePackedAPI` on) and tensor bytes are skipped (weights are not code).
     """
     if a.same_as(b):
         return True
@@ -348,15 +348,15 @@ def same_function(a: Any, b: Any) -> bool:
 
 
 def structural_key(func: Any) -> int:
-    """A structural hash consistent with :func:`same_function`."""
+    """A structural hash consistent with `same_function`."""
     return _tvm.function_hash(func)
 
 
 def is_module(obj: Any) -> bool:
-    """Whether ``obj`` is a ``tvm.IRModule`` (imports TVM only when asked)."""
+    """Whether `obj` is a `tvm.IRModule` (imports TVM only when asked)."""
     return _tvm.is_module(obj)
 
 
 def module_functions(mod: Any) -> dict[str, Any]:
-    """The module's functions keyed by ``GlobalVar.name_hint``, sorted by name."""
+    """The module's functions keyed by `GlobalVar.name_hint`, sorted by name."""
     return dict(sorted(_tvm.functions(mod).items(), key=lambda item: item[0]))

@@ -1,12 +1,12 @@
-"""Tensor constants as TVM 0.27 stores and loads them (``SaveDLTensor`` / ``Tensor::Load`` in
-``include/tvm/runtime/tensor.h``, ``GetDataSize`` in tvm_ffi's ``container/tensor.h``).
+"""Tensor constants as TVM 0.27 stores and loads them (`SaveDLTensor` / `Tensor::Load` in
+`include/tvm/runtime/tensor.h`, `GetDataSize` in tvm_ffi's `container/tensor.h`).
 
-The saved form is ``magic, reserved, device (type, id), ndim, dtype (code, bits, lanes),
-shape[ndim], data_byte_size, data``. The writer and the loader size the data as
-``prod(shape) * ((bits + 7) // 8)`` (lanes ignored), but ``Tensor::Empty`` allocates the
-buffer packed, ``ceil(prod(shape) * bits * lanes / 8)``, and the loader copies the declared
-bytes into it: for a sub-byte type (``bool`` as 1 bit, ``int4``, ``int6``) of more than one
-element that writes past the allocation. :func:`tensor_bytes` gives both counts, so a
+The saved form is `magic, reserved, device (type, id), ndim, dtype (code, bits, lanes),
+shape[ndim], data_byte_size, data`. The writer and the loader size the data as
+`prod(shape) * ((bits + 7) // 8)` (lanes ignored), but `Tensor::Empty` allocates the
+buffer packed, `ceil(prod(shape) * bits * lanes / 8)`, and the loader copies the declared
+bytes into it: for a sub-byte type (`bool` as 1 bit, `int4`, `int6`) of more than one
+element that writes past the allocation. `tensor_bytes` gives both counts, so a
 checker can accept exactly the tensors whose copy fits.
 """
 
@@ -24,7 +24,7 @@ TENSOR_MAGIC = 0xDD5E40F096B4A13F
 
 @lru_cache(maxsize=256)
 def dtype_name(code: int, bits: int, lanes: int) -> str | None:
-    """TVM's name of the DLPack data type (``float32``, ``int4``, ``float32x4``), or None
+    """TVM's name of the DLPack data type (`float32`, `int4`, `float32x4`), or None
     for a type code TVM does not know or a type that does not read back as itself."""
     import tvm_ffi
     from tvm_ffi import core
@@ -40,8 +40,8 @@ def dtype_name(code: int, bits: int, lanes: int) -> str | None:
 
 
 def tensor_bytes(bits: int, lanes: int, shape: Sequence[int]) -> tuple[int, int]:
-    """(bytes the saved form holds and ``Tensor::Load`` copies, bytes it allocates) for a
-    tensor of ``shape`` whose elements have ``bits`` bits and ``lanes`` lanes, computed
+    """(bytes the saved form holds and `Tensor::Load` copies, bytes it allocates) for a
+    tensor of `shape` whose elements have `bits` bits and `lanes` lanes, computed
     exactly (no 64-bit wrap-around)."""
     count = math.prod(shape)
     return count * ((bits + 7) // 8), (count * bits * lanes + 7) // 8
@@ -49,11 +49,11 @@ def tensor_bytes(bits: int, lanes: int, shape: Sequence[int]) -> tuple[int, int]
 
 @lru_cache(maxsize=4096)
 def imm_error(kind: str, dtype: str) -> str | None:
-    """None when TVM's own constructor makes a scalar constant ``kind`` (``"ir.IntImm"`` or
-    ``"ir.FloatImm"``) of type ``dtype`` (tried with the value 0), else the last line of
+    """None when TVM's own constructor makes a scalar constant `kind` (`"ir.IntImm"` or
+    `"ir.FloatImm"`) of type `dtype` (tried with the value 0), else the last line of
     its error. The JSON loader builds objects field by field and skips that check (an
-    integer typed ``void`` loads, then the printer raises). Values are not checked: TVM's
-    own passes make constants its constructor would refuse (``bool`` 57)."""
+    integer typed `void` loads, then the printer raises). Values are not checked: TVM's
+    own passes make constants its constructor would refuse (`bool` 57)."""
     import tvm.tirx
 
     make = tvm.tirx.IntImm if kind == "ir.IntImm" else tvm.tirx.FloatImm
@@ -66,8 +66,8 @@ def imm_error(kind: str, dtype: str) -> str | None:
 
 
 def random_constants(mod, seed: int = 0):
-    """``mod`` with every Relax tensor constant whose data was left out (a trace saved
-    with ``weights=False``: an empty tensor where its type has a shape) replaced by seeded
+    """`mod` with every Relax tensor constant whose data was left out (a trace saved
+    with `weights=False`: an empty tensor where its type has a shape) replaced by seeded
     random values of its type's shape and data type; other constants are kept."""
     import numpy as np
     import tvm

@@ -1,17 +1,17 @@
 """Run time on TVM 0.27: capture a VM's calls, time kernels and entry functions.
 
-TVM 0.27 has no Relax VM profiler (``VirtualMachine(profile=True)`` and
-``tvm.runtime.profiling`` went with apache/tvm PR #19455). What is left, and used here:
+TVM 0.27 has no Relax VM profiler (`VirtualMachine(profile=True)` and
+`tvm.runtime.profiling` went with apache/tvm PR #19455). What is left, and used here:
 
-- ``vm.set_instrument(fn)``: ``fn(func, symbol, before_run, ret_value, *args)`` is called
-  before and after every VM call (kernels and ``vm.builtin.*``); it captures which
+- `vm.set_instrument(fn)`: `fn(func, symbol, before_run, ret_value, *args)` is called
+  before and after every VM call (kernels and `vm.builtin.*`); it captures which
   kernels one run calls, with copies of their arguments.
-- ``Module.time_evaluator(name, dev, number, repeat, min_repeat_ms)``: a
-  ``BenchmarkResult`` (seconds) for one kernel of the library
-  (``vm.module.imports[0]``, looked up with ``query_imports=True`` as TVM's
-  ``relax.testing.lib_comparator`` does) or for a VM function. It runs the function once
+- `Module.time_evaluator(name, dev, number, repeat, min_repeat_ms)`: a
+  `BenchmarkResult` (seconds) for one kernel of the library
+  (`vm.module.imports[0]`, looked up with `query_imports=True` as TVM's
+  `relax.testing.lib_comparator` does) or for a VM function. It runs the function once
   first (warm-up, discarded) and synchronises the device around each repeat.
-- the runtime overhead (VM interpreter, ``vm.builtin.*`` calls, allocations, the packed
+- the runtime overhead (VM interpreter, `vm.builtin.*` calls, allocations, the packed
   calls themselves) is the entry function of a *skeleton*: the same VM program linked
   with kernels whose bodies are empty (a Python instrument would cost more per call
   than a small model's whole run).
@@ -36,7 +36,7 @@ _DEVICES = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "nvptx": "cuda", "rocm": 
 
 @dataclass(frozen=True)
 class Measured:
-    """Seconds per call over ``repeat`` repeats of ``number`` calls each."""
+    """Seconds per call over `repeat` repeats of `number` calls each."""
 
     median: float
     min: float
@@ -54,7 +54,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class Call:
-    """One call the VM made during a run: ``symbol``, whether it is a kernel of the
+    """One call the VM made during a run: `symbol`, whether it is a kernel of the
     library, and its tensor arguments' shapes, dtypes and bytes."""
 
     symbol: str
@@ -69,7 +69,7 @@ class Call:
 
 
 def device(kind: str) -> Any:
-    """The TVM device code for target kind ``kind`` runs on, or DeviceUnavailableError
+    """The TVM device code for target kind `kind` runs on, or DeviceUnavailableError
     naming the device."""
     import tvm
 
@@ -92,7 +92,7 @@ def device(kind: str) -> Any:
 
 def loadable(executable: Any, kind: str, folder: str) -> Any:
     """What the VM can load: the executable itself, or for "c" (C source the VM cannot
-    load as it is) the shared library ``export_library`` compiles into ``folder``."""
+    load as it is) the shared library `export_library` compiles into `folder`."""
     if kind != "c":
         return executable
     import tvm
@@ -103,7 +103,7 @@ def loadable(executable: Any, kind: str, folder: str) -> Any:
 
 
 def machine(executable: Any, kind: str, dev: Any) -> Any:
-    """A VirtualMachine for ``executable`` on ``dev`` ("c" builds compiled first)."""
+    """A VirtualMachine for `executable` on `dev` ("c" builds compiled first)."""
     from tvm import relax
 
     with tempfile.TemporaryDirectory(prefix="passlab-c-") as folder:
@@ -111,14 +111,14 @@ def machine(executable: Any, kind: str, dev: Any) -> Any:
 
 
 def kernel_library(vm: Any) -> Any:
-    """The compiled kernels of a VM (what ``LibCompareVMInstrument`` looks them up in)."""
+    """The compiled kernels of a VM (what `LibCompareVMInstrument` looks them up in)."""
     imports = vm.module.imports
     return imports[0] if len(imports) else None
 
 
 def capture(vm: Any, entry: str, args: Sequence[Any], kernels: set[str]
             ) -> tuple[list[Call], dict[tuple, list[Any]]]:
-    """Run ``entry`` once with an instrument: every call in order, and the arguments of
+    """Run `entry` once with an instrument: every call in order, and the arguments of
     each kernel signature's first call, tensors copied before the call (so its inputs
     hold the values the run gave them)."""
     import tvm
@@ -167,10 +167,10 @@ def measured(samples: Sequence[float], number: int) -> Measured:
 
 def timer(module: Any, name: str, args: Sequence[Any], dev: Any, *, number: int | None,
           min_repeat_ms: int) -> tuple[Callable[[], float], int]:
-    """``(one repeat, number)``: a function that times one repeat of ``number`` calls of
-    ``module``'s ``name`` on ``args`` (seconds per call; each repeat starts with one
-    discarded warm-up call) and the ``number`` used. Without ``number``, as many calls as
-    fill ``min_repeat_ms``, from one timed call."""
+    """`(one repeat, number)`: a function that times one repeat of `number` calls of
+    `module`'s `name` on `args` (seconds per call; each repeat starts with one
+    discarded warm-up call) and the `number` used. Without `number`, as many calls as
+    fill `min_repeat_ms`, from one timed call."""
     if number is None:
         probe = module.time_evaluator(name, dev, number=1, repeat=1)
         once = max(float(probe(*args).results[0]), 1e-9)
@@ -181,7 +181,7 @@ def timer(module: Any, name: str, args: Sequence[Any], dev: Any, *, number: int 
 
 def interleaved(timers: Mapping[Any, tuple[Callable[[], float], int]], repeat: int
                 ) -> dict[Any, Measured]:
-    """Every timer once per round, ``repeat`` rounds: a load that comes and goes on a
+    """Every timer once per round, `repeat` rounds: a load that comes and goes on a
     shared machine falls on all of them alike, so their times stay comparable."""
     samples: dict[Any, list[float]] = {k: [] for k in timers}
     for _ in range(repeat):
@@ -191,13 +191,13 @@ def interleaved(timers: Mapping[Any, tuple[Callable[[], float], int]], repeat: i
 
 
 def is_shape_function(func: Any) -> bool:
-    """A host function VMShapeLower made to compute symbolic shapes (``shape_func``): the
+    """A host function VMShapeLower made to compute symbolic shapes (`shape_func`): the
     VM's own work, not a kernel, and needed by the skeleton to allocate right."""
     return bool(func.attrs is not None and func.attrs.get("tirx.is_host_func", False))
 
 
 def skeleton(relax_mod: Any, tgt: Any, kind: str, dev: Any) -> Any:
-    """A VM running ``relax_mod`` (the module the Relax pipeline ended with) with every
+    """A VM running `relax_mod` (the module the Relax pipeline ended with) with every
     kernel's body emptied: its run time is the VM's own (interpreter, builtins,
     allocations, argument checks of each packed call, shape functions), without the
     kernels' work."""

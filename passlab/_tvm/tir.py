@@ -1,14 +1,14 @@
-"""TVM's TIR pipeline as stages of passes, and how an edited one reaches ``tirx.build``.
+"""TVM's TIR pipeline as stages of passes, and how an edited one reaches `tirx.build`.
 
-``tvm.tirx.build`` (and ``relax.build``) take a TIR pipeline only by name: a factory
-registered with ``tvm.tirx.register_tir_pipeline(name, factory)`` that returns the
+`tvm.tirx.build` (and `relax.build`) take a TIR pipeline only by name: a factory
+registered with `tvm.tirx.register_tir_pipeline(name, factory)` that returns the
 pipeline pass and two callables making the host and device finalize passes (see
-``tvm/tirx/compilation_pipeline.py``). TVM's default ("default", which means "s_tir")
+`tvm/tirx/compilation_pipeline.py`). TVM's default ("default", which means "s_tir")
 builds its list of passes inside a closure, reading the PassContext config, so the list
-is mirrored here, config conditions included; ``tests/test_tir_stage.py`` checks it
-against what a real ``relax.build`` runs.
+is mirrored here, config conditions included; `tests/test_tir_stage.py` checks it
+against what a real `relax.build` runs.
 
-:func:`registered` registers an edited pipeline under a fresh name for the length of one
+`registered` registers an edited pipeline under a fresh name for the length of one
 build and removes it afterwards; TVM's own names are never touched.
 """
 
@@ -99,11 +99,11 @@ _DEFAULT: tuple[tuple[str, str, tuple, str | None, bool], ...] = (
 
 
 def stage_passes(config: Any = None) -> list[tuple[str, list[tuple[Any, str]]]]:
-    """``[(stage, [(Pass, note), ...]), ...]``: TVM's default TIR pipeline under
-    ``config`` (default: the current PassContext's), stage by stage (:data:`TIR_STAGES`).
+    """`[(stage, [(Pass, note), ...]), ...]`: TVM's default TIR pipeline under
+    `config` (default: the current PassContext's), stage by stage (`TIR_STAGES`).
 
-    ``note`` is empty, or says which config setting changed a pass (it then also tells
-    two pipelines built under different settings apart, see :func:`content_key`).
+    `note` is empty, or says which config setting changed a pass (it then also tells
+    two pipelines built under different settings apart, see `content_key`).
     """
     import tvm
     from tvm import s_tir, tirx
@@ -136,7 +136,7 @@ def content_key(stages: Sequence[tuple[str, Sequence[Any]]]) -> tuple:
 
 
 def same_content(a: Any, b: Any) -> bool:
-    """Two keys from :func:`content_key` (or two TVM pipeline names) are equal: user
+    """Two keys from `content_key` (or two TVM pipeline names) are equal: user
     passes compared by identity."""
     if isinstance(a, str) or isinstance(b, str):
         return a == b
@@ -152,9 +152,9 @@ def same_content(a: Any, b: Any) -> bool:
 
 
 class TirPipeline:
-    """A pipeline's TIR stages on their way to ``tirx.build``: ``stages`` the enabled
-    passes per stage (``[(stage, [Pass, ...]), ...]``), ``key`` their content (see
-    :func:`content_key`), ``owner`` the pipeline object (it names the registration)."""
+    """A pipeline's TIR stages on their way to `tirx.build`: `stages` the enabled
+    passes per stage (`[(stage, [Pass, ...]), ...]`), `key` their content (see
+    `content_key`), `owner` the pipeline object (it names the registration)."""
 
     __slots__ = ("key", "owner", "stages")
 
@@ -176,10 +176,10 @@ def _pipeline_map() -> dict[str, Callable]:
 
 @contextmanager
 def registered(stages: Sequence[tuple[str, Sequence[Any]]], owner: object) -> Iterator[str]:
-    """Register a TIR pipeline made of ``stages`` (``[(stage, [Pass, ...]), ...]``,
+    """Register a TIR pipeline made of `stages` (`[(stage, [Pass, ...]), ...]`,
     enabled passes only) under a fresh name for the block; yields the name.
 
-    The name says which pipeline object it is for (``passlab_<id>_<n>``); a name TVM
+    The name says which pipeline object it is for (`passlab_<id>_<n>`); a name TVM
     already has is never overwritten, and the entry is removed when the block ends.
     """
     import tvm
@@ -217,7 +217,7 @@ def registered_names() -> tuple[str, ...]:
 
 def flops(func: Any) -> float | None:
     """TVM's estimate of the floating-point operations of one PrimFunc
-    (``tvm.s_tir.analysis.estimate_tir_flops``: loop extents times the arithmetic in their
+    (`tvm.s_tir.analysis.estimate_tir_flops`: loop extents times the arithmetic in their
     bodies), or None when it is not a PrimFunc or TVM cannot estimate it (symbolic loop
     extents, opaque calls)."""
     import tvm

@@ -1,7 +1,7 @@
-"""The :class:`Walker`: one Relax function read as :class:`Value` objects (tensors and
-storage) flowing between :class:`CallSite` objects (computations), through aliases,
-tuples, views and allocations. :mod:`passlab.analysis.graph` draws the :class:`Walk`;
-:mod:`passlab.analysis.buffers` measures it.
+"""The `Walker`: one Relax function read as `Value` objects (tensors and
+storage) flowing between `CallSite` objects (computations), through aliases,
+tuples, views and allocations. `passlab.analysis.graph` draws the `Walk`;
+`passlab.analysis.buffers` measures it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Value:
 
     @property
     def display(self) -> str:
-        """The name the program gives the tensor (``permute_dims`` for its ``alloc``)."""
+        """The name the program gives the tensor (`permute_dims` for its `alloc`)."""
         return self.aliases[0] if self.kind == "alloc" and self.aliases else self.name
 
 
@@ -149,7 +149,7 @@ class Walker:
         return v
 
     def _unique(self, name: str) -> str:
-        """Distinct names for distinct values, like the printer's ``lv``, ``lv_1``."""
+        """Distinct names for distinct values, like the printer's `lv`, `lv_1`."""
         n = self._names.get(name, 0)
         self._names[name] = n + 1
         if n == 0:

@@ -1,12 +1,12 @@
-"""The liveness picture of a :class:`~passlab.analysis.buffers.BufferReport`
-(``report.plot()``), drawn as hand-written SVG (no plotting library, nothing fetched): one
+"""The liveness picture of a `BufferReport`
+(`report.plot()`), drawn as hand-written SVG (no plotting library, nothing fetched): one
 block per tensor before planning or per storage after it, stacked over the bindings in
-program order, optionally above a second report on the same axes (``compare=``).
-:mod:`passlab.analysis._column_plot` draws the per-pass line with the same helpers.
+program order, optionally above a second report on the same axes (`compare=`).
+`passlab.analysis._column_plot` draws the per-pass line with the same helpers.
 
-Every name from IR is escaped; text uses ``currentColor`` and blocks use mid-tone colours
+Every name from IR is escaped; text uses `currentColor` and blocks use mid-tone colours
 with translucent fills, so the pictures read on light and dark backgrounds alike. This
-module does not import :mod:`~passlab.analysis.buffers` (that would be an import cycle):
+module does not import `buffers` (that would be an import cycle):
 reports come in as arguments, with the peak's definition in words.
 """
 
@@ -42,7 +42,7 @@ def _n(x: float) -> str:
 
 
 def _nice_max(top: float) -> tuple[float, float]:
-    """(axis maximum, tick step) covering ``top`` in 1/2/5 steps of its unit."""
+    """(axis maximum, tick step) covering `top` in 1/2/5 steps of its unit."""
     if top <= 0:
         return 1.0, 1.0
     unit = 1 << 20 if top >= 1 << 20 else 1 << 10 if top >= 1 << 10 else 1
@@ -53,7 +53,7 @@ def _nice_max(top: float) -> tuple[float, float]:
 
 
 def _wrap(text: str, width: float) -> list[str]:
-    """``text`` cut at spaces into lines that fit ``width`` pixels."""
+    """`text` cut at spaces into lines that fit `width` pixels."""
     room = max(20, int((width - 8) / _CHAR_W))
     # textwrap breaks a word longer than the line in quadratic time: cut such words first
     words = [w[k:k + room - 2] for w in text.split(" ") for k in range(0, max(len(w), 1),
@@ -155,9 +155,9 @@ def _panel(report: BufferReport, label: str, function: str | None,
 
 @dataclass(frozen=True)
 class BufferPlot(_render.Displayable):
-    """The liveness picture of one report, or of two on one x axis (``compare=``).
+    """The liveness picture of one report, or of two on one x axis (`compare=`).
 
-    ``to_svg()`` gives the SVG, ``to_html()`` the same wrapped in a div, ``to_text()`` a
+    `to_svg()` gives the SVG, `to_html()` the same wrapped in a div, `to_text()` a
     text picture of the live bytes per kernel call.
     """
 
@@ -197,7 +197,7 @@ class BufferPlot(_render.Displayable):
 
     # --------------------------------------------------------------------- SVG
     def to_svg(self) -> str:
-        """The picture as one standalone ``<svg>`` element."""
+        """The picture as one standalone `<svg>` element."""
         cols = max(p.columns for p in self.panels)
         cw = max(3.0, min(60.0, _PLOT_W / max(cols, 1)))
         width = max(_MIN_W, _LEFT + cols * cw + _RIGHT)
@@ -407,8 +407,8 @@ def _saving(a: _Panel, b: _Panel) -> str:
 
 def _band(base: Sequence[int], c0: int, offset: int, size: int, x: Any, base_y: float,
           sy: float) -> str:
-    """Path of a block drawn from column ``c0`` over ``len(base)`` columns, sitting at
-    ``base[i] + offset`` bytes in column ``c0 + i``: a rectangle when the base is flat,
+    """Path of a block drawn from column `c0` over `len(base)` columns, sitting at
+    `base[i] + offset` bytes in column `c0 + i`: a rectangle when the base is flat,
     a staircase when blocks below it end."""
     lo = [base_y - (b + offset) * sy for b in base]
     hi = [base_y - (b + offset + size) * sy for b in base]
@@ -426,7 +426,7 @@ def _band(base: Sequence[int], c0: int, offset: int, size: int, x: Any, base_y: 
 def plot(report: BufferReport, compare: BufferReport | None = None, *,
          function: str | None = None, names: tuple[str, str] | None = None,
          definitions: Any = None) -> BufferPlot:
-    """See :meth:`BufferReport.plot`; ``definitions`` maps planned (bool) to the peak's
+    """See `BufferReport.plot`; `definitions` maps planned (bool) to the peak's
     definition in words."""
     words = tuple(sorted((definitions or {}).items()))
     if compare is None:

@@ -1,6 +1,6 @@
 """One numeric column of the per-pass table over the main chain, as a line
-(``pass_table(trace).plot("peak")``): stage bands behind it, the passes that moved it
-labelled, hand-written SVG sharing the look of :mod:`passlab.analysis._buffer_plot`."""
+(`pass_table(trace).plot("peak")`): stage bands behind it, the passes that moved it
+labelled, hand-written SVG sharing the look of `passlab.analysis._buffer_plot`."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class ColumnPlot(_render.Displayable):
         return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
 
     def moves(self) -> list[tuple[int, str, float | None, float]]:
-        """``(step index, pass, value before, value after)`` of each pass that changed the
+        """`(step index, pass, value before, value after)` of each pass that changed the
         value, in pipeline order. A change too small to show as shown (6.1 MiB -> 6.1 MiB)
         is not a move; small changes that add up to one are, at the pass that tips it."""
         out: list[tuple[int, str, float | None, float]] = []
@@ -84,7 +84,7 @@ class ColumnPlot(_render.Displayable):
                 f"{self.to_svg()}</div>")
 
     def to_svg(self, mark: int | None = None) -> str:
-        """The line; ``mark`` (a step index) draws a marker at that pass."""
+        """The line; `mark` (a step index) draws a marker at that pass."""
         esc, n = _render.esc, len(self.rows)
         cw = max(4.0, min(40.0, 900.0 / max(n, 1)))
         width = max(_MIN_W, _LEFT + n * cw + _RIGHT)
@@ -173,7 +173,7 @@ def _nice_plain(top: float) -> tuple[float, float]:
 
 
 def column_plot(rows: Sequence[dict[str, Any]], column: str, title: str = "") -> ColumnPlot:
-    """See :meth:`passlab.analysis.table.PassTable.plot`."""
+    """See `passlab.analysis.table.PassTable.plot`."""
     key = COLUMNS.get(column, column)
     numeric = {k for r in rows for k, v in r.items() if isinstance(v, (int, float))
                and not isinstance(v, bool) and k not in ("index", "depth")}

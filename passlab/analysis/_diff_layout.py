@@ -2,7 +2,7 @@
 count), long unchanged signatures (elided to their first parameters and a count), and the
 old and new lines of a replaced block paired by what they bind, not by position.
 
-Works on any object with the attributes of ``FunctionDiff`` (duck-typed).
+Works on any object with the attributes of `FunctionDiff` (duck-typed).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ _OPEN, _CLOSE = "([{", ")]}"
 
 
 def bound_var(line: str) -> str | None:
-    """The variable a Relax binding line defines (``lv3`` in ``lv3 = R.call_tir(...)``,
-    ``gv`` in ``gv: R.Tensor(...) = lv1``), or None for any other line."""
+    """The variable a Relax binding line defines (`lv3` in `lv3 = R.call_tir(...)`,
+    `gv` in `gv: R.Tensor(...) = lv1`), or None for any other line."""
     m = _BIND.match(line)
     if m is None or m.group(1) in _NOT_BOUND:
         return None
@@ -41,8 +41,8 @@ def bound_var(line: str) -> str | None:
 
 
 def gaps(fd: Any) -> tuple[tuple[int, int, int, int], ...]:
-    """``(hunk, i1, i2, j1)`` for every run of unchanged lines no hunk shows: old lines
-    ``[i1, i2)`` (new lines from ``j1``), just before hunk number ``hunk`` (the number of
+    """`(hunk, i1, i2, j1)` for every run of unchanged lines no hunk shows: old lines
+    `[i1, i2)` (new lines from `j1`), just before hunk number `hunk` (the number of
     hunks for the run after the last one)."""
     groups = fd._groups
     out, prev_i, prev_j = [], 0, 0
@@ -56,9 +56,9 @@ def gaps(fd: Any) -> tuple[tuple[int, int, int, int], ...]:
 
 
 def elide_signature(line: str) -> tuple[str, str, str, int] | None:
-    """``(head, rest, tail, n)`` of a ``def`` line with at least ``SIGNATURE_KEEP +
-    SIGNATURE_MIN_MORE`` parameters: ``head`` ends after the kept parameters, ``rest`` holds the ``n`` others,
-    ``tail`` starts at the closing parenthesis; None for any other line."""
+    """`(head, rest, tail, n)` of a `def` line with at least `SIGNATURE_KEEP +
+    SIGNATURE_MIN_MORE` parameters: `head` ends after the kept parameters, `rest` holds the `n` others,
+    `tail` starts at the closing parenthesis; None for any other line."""
     m = _DEF.match(line)
     if m is None:
         return None
@@ -131,8 +131,8 @@ def _by_name(ka: list[tuple[str, str]], kb: list[tuple[str, str]]
 
 
 def pair_lines(old: list[str], new: list[str]) -> list[tuple[int | None, int | None]]:
-    """The rows of a replaced block, in order: ``(i, j)`` puts an old and a new line on one
-    row as one changed line, ``(i, None)`` / ``(None, j)`` a line with no counterpart.
+    """The rows of a replaced block, in order: `(i, j)` puts an old and a new line on one
+    row as one changed line, `(i, None)` / `(None, j)` a line with no counterpart.
 
     Lines pair by content, not position: the order-keeping alignment that maximises the
     distinct tokens the paired lines share (two lines pair when they bind the same name or

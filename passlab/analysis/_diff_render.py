@@ -1,8 +1,8 @@
-"""Text and HTML rendering of :mod:`passlab.analysis.diff` results.
+"""Text and HTML rendering of `passlab.analysis.diff` results.
 
-Works on any object with the attributes of ``FunctionDiff`` (duck-typed, so this module
-needs nothing from ``diff.py``). Every string that comes from IR goes through
-``html.escape``: function names and TVMScript are user data, not markup.
+Works on any object with the attributes of `FunctionDiff` (duck-typed, so this module
+needs nothing from `diff.py`). Every string that comes from IR goes through
+`html.escape`: function names and TVMScript are user data, not markup.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ Row = tuple[str, "int | None", "int | None", Any, Any]
 
 
 def _range(start: int, stop: int) -> str:
-    """A unified-diff hunk range, as ``difflib.unified_diff`` writes it."""
+    """A unified-diff hunk range, as `difflib.unified_diff` writes it."""
     beginning, length = start + 1, stop - start
     if length == 1:
         return str(beginning)
@@ -122,10 +122,10 @@ def hunk_header(group: Sequence[tuple[str, int, int, int, int]]) -> str:
 
 
 def rows(fd: Any, paired: bool) -> Iterator[Row]:
-    """``(tag, old_no, new_no, old_line, new_line)`` for every displayed line.
+    """`(tag, old_no, new_no, old_line, new_line)` for every displayed line.
 
-    ``tag`` is ``hunk`` (header in ``old_line``), ``equal``, ``delete``, ``insert`` or,
-    when ``paired`` (side by side), ``replace`` for an old and a new line on one row.
+    `tag` is `hunk` (header in `old_line`), `equal`, `delete`, `insert` or,
+    when `paired` (side by side), `replace` for an old and a new line on one row.
     """
     a, b = fd._before_lines, fd._after_lines
     folds = {k: (i1, i2, j1) for k, i1, i2, j1 in _layout.gaps(fd)}
@@ -162,7 +162,7 @@ def rows(fd: Any, paired: bool) -> Iterator[Row]:
 
 
 def fold_label(count: int) -> str:
-    """What a fold of ``count`` unchanged lines says (text form: ``... 17 unchanged lines``)."""
+    """What a fold of `count` unchanged lines says (text form: `... 17 unchanged lines`)."""
     return f"{count} unchanged line{'' if count == 1 else 's'}"
 
 
@@ -176,7 +176,7 @@ def elided_text(line: str) -> str:
 
 
 def region_note(fd: Any) -> str:
-    """What a diff of a function's first binding region (``fd.head``) left out; "" for a
+    """What a diff of a function's first binding region (`fd.head`) left out; "" for a
     whole function."""
     head = getattr(fd, "head", None)
     if head is None:
@@ -207,7 +207,7 @@ def _header(fd: Any) -> str:
 
 
 def row_total(fd: Any, paired: bool) -> int:
-    """How many lines (side by side: rows) the full diff of ``fd`` has, hunk headers aside."""
+    """How many lines (side by side: rows) the full diff of `fd` has, hunk headers aside."""
     total = 0
     a, b = fd._before_lines, fd._after_lines
     for group in fd._groups:
@@ -227,7 +227,7 @@ def _truncated(fd: Any, shown: int, paired: bool) -> str:
 
 
 def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
-    """One function as a ``git diff`` block."""
+    """One function as a `git diff` block."""
     out = [_header(fd)]
     if fd.status == "unchanged":
         return out[0]
@@ -321,7 +321,7 @@ def _ln(n: int | None) -> str:
 
 def _equal_code(code: Any, line: str) -> str:
     """An unchanged line; a long signature shows its first parameters and a count that
-    opens the others (``<label class="pl-more">``)."""
+    opens the others (`<label class="pl-more">`)."""
     cut = _layout.elide_signature(line)
     if cut is None:
         return str(code(line))
@@ -333,8 +333,8 @@ def _equal_code(code: Any, line: str) -> str:
 
 
 def _fold_rows(tag: str, i: Any, j: Any, old: Any, code: Any, unified: bool) -> str:
-    """The HTML of a ``fold``/``folded``/``fold-end`` row of :func:`rows`: a fold is a
-    ``<tbody class="pl-fold">`` whose head opens its hidden ``pl-folded`` rows."""
+    """The HTML of a `fold`/`folded`/`fold-end` row of `rows`: a fold is a
+    `<tbody class="pl-fold">` whose head opens its hidden `pl-folded` rows."""
     if tag == "fold-end":
         return "</tbody>"
     if tag == "fold":
@@ -450,20 +450,20 @@ def _summary_counts(fd: Any) -> str:
 
 
 def graph_level(fd: Any) -> bool:
-    """Whether ``fd`` is a Relax function the fused graph draws (not a fused "Primitive"
+    """Whether `fd` is a Relax function the fused graph draws (not a fused "Primitive"
     one, whose local names would point at unrelated nodes of the graph)."""
     func = fd.after if fd.after is not None else fd.before
     return fd.kind == "relax" and not _ir_types.attr(func, "Primitive")
 
 
 def _clip(marks: Sequence[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
-    """The parts of ``marks`` inside [lo, hi), shifted to start at lo."""
+    """The parts of `marks` inside [lo, hi), shifted to start at lo."""
     return [(max(a, lo) - lo, min(b, hi) - lo) for a, b in marks if a < hi and b > lo]
 
 
 def _linked(code: Any) -> Any:
-    """``code`` (a line renderer) that also wraps the variable a Relax binding defines in
-    ``<span class="pl-var" data-var=...>`` (the Explorer links it to the graph). The line
+    """`code` (a line renderer) that also wraps the variable a Relax binding defines in
+    `<span class="pl-var" data-var=...>` (the Explorer links it to the graph). The line
     is cut at word boundaries, so the pieces tokenize as the whole line would."""
 
     def render(line: str, marks: Sequence[tuple[int, int]] = ()) -> str:
@@ -482,13 +482,13 @@ def _linked(code: Any) -> Any:
 
 
 def anchor_id(prefix: str, position: int, name: str) -> str:
-    """A unique, markup-safe element id for the ``position``-th function of a diff: the
-    position keeps it unique, the name (reduced to ``[A-Za-z0-9_-]``) keeps it readable."""
+    """A unique, markup-safe element id for the `position`-th function of a diff: the
+    position keeps it unique, the name (reduced to `[A-Za-z0-9_-]`) keeps it readable."""
     return f"{prefix}-{position}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:48]}"
 
 
 def _data(fd: Any) -> str:
-    """``data-*`` attributes naming a function of a diff (the Explorer's function list)."""
+    """`data-*` attributes naming a function of a diff (the Explorer's function list)."""
     return (f' data-fn="{html.escape(fd.name)}" data-status="{html.escape(status_text(fd))}"'
             f' data-kind="{html.escape(fd.kind)}"'
             + (f' data-old="{html.escape(fd.old_name)}"' if fd.status == "renamed" else ""))
@@ -502,7 +502,7 @@ def unshown_html(functions: Sequence[Any]) -> str:
 
 
 def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
-    """The code text of every line :func:`html_block` shows for ``fd`` (one per code cell:
+    """The code text of every line `html_block` shows for `fd` (one per code cell:
     side by side, both sides of a row), e.g. to count search hits in a function that is
     not printed yet."""
     if fd.status == "unchanged" or fd.callees_renamed or fd.text_identical:
@@ -525,7 +525,7 @@ def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
 
 class _BlockCache:
     """LRU of rendered function blocks keyed by the two functions' C object addresses and
-    everything else the block depends on, like the printed text (:mod:`passlab._tvm.printing`):
+    everything else the block depends on, like the printed text (`passlab._tvm.printing`):
     highlighting is most of what a first view costs, and the same function pair comes
     back (stepping back to a pass, the compare pane, a report after the Explorer). Each
     entry keeps its functions alive, so an address is not reused while it is cached."""
@@ -570,10 +570,10 @@ def _address(obj: Any) -> int | None:
 
 def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True,
                anchor: str = "") -> str:
-    """One function as a ``<details>`` block (no ``<style>``: see :func:`wrap_html`),
-    with ``data-*`` attributes naming the function; with an ``anchor`` (an element id),
-    also the variables Relax bindings define marked (see :func:`_linked`). Cached by
-    the function objects (:data:`BLOCKS`): the same pair renders to the same string."""
+    """One function as a `<details>` block (no `<style>`: see `wrap_html`),
+    with `data-*` attributes naming the function; with an `anchor` (an element id),
+    also the variables Relax bindings define marked (see `_linked`). Cached by
+    the function objects (`BLOCKS`): the same pair renders to the same string."""
     key = (_address(fd.before), _address(fd.after), fd.name, fd.old_name, fd.status,
            fd.kind, fd.context, tuple(fd.callees_renamed), getattr(fd, "head", None), mode,
            max_lines, highlight, anchor, _layout.FOLD_ROWS, _MAX_TOKENS)  # settings too

@@ -1,9 +1,9 @@
 """HTML of pass cards and step explanations (the "Explain" strip of the views).
 
-Duck-typed on :class:`~passlab.analysis.explain.Card` and
-:class:`~passlab.analysis._explain_steps.Explanation` so that this module imports
+Duck-typed on `Card` and
+`Explanation` so that this module imports
 neither. Every string is escaped; TVMScript snippets are coloured exactly like diffs:
-removed and added lines, and tokens by :mod:`passlab.analysis._highlight`.
+removed and added lines, and tokens by `passlab.analysis._highlight`.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _head(card: Any, label: str) -> str:
 
 
 def card_html(card: Any) -> str:
-    """A card on its own (``passlab.explain(name)`` in a notebook)."""
+    """A card on its own (`passlab.explain(name)` in a notebook)."""
     return (f'<style>{CSS}</style><div class="passlab-explain" data-pass="{_esc(card.name)}">'
             f"{_head(card, card.name)}"
             f'<div class="ple-summary">{_esc(card.summary)}</div>'

@@ -1,5 +1,5 @@
 """A sentence for every recorded step: the pass's card plus what changed *here*, with the
-numbers taken from the analyses (change sets, a census of calls, :func:`passlab.buffers`).
+numbers taken from the analyses (change sets, a census of calls, `passlab.buffers`).
 
 The main Relax passes and the memory passes have sentences of their own; TIR passes get
 a verb and the kernels they touched; anything else the generic one (functions, bindings,
@@ -31,11 +31,11 @@ _SHOWN = 3
 @dataclass(frozen=True)
 class Explanation(_render.Displayable):
     """What one recorded step did, in a sentence, with the card of its pass
-    (:meth:`passlab.Step.explain`; :func:`passlab.explain` gives the :class:`Card`
+    (`passlab.Step.explain`; `passlab.explain` gives the `Card`
     alone: what the pass does in general, no build needed).
 
-    ``kind`` is "specific" (a sentence written for this pass), "generic", "no change",
-    "failed" or "container"; ``facts`` holds the numbers the sentence states.
+    `kind` is "specific" (a sentence written for this pass), "generic", "no change",
+    "failed" or "container"; `facts` holds the numbers the sentence states.
     """
 
     label: str
@@ -56,8 +56,8 @@ class Explanation(_render.Displayable):
         return f"#{self.index} {self.label}: {self.sentence}\n{self.card.summary}"
 
     def to_html(self, *, style: bool = True) -> str:
-        """The "Explain" strip; ``style=False`` leaves out the stylesheet (a page that
-        shows many strips includes :data:`passlab.analysis.explain.CSS` once)."""
+        """The "Explain" strip; `style=False` leaves out the stylesheet (a page that
+        shows many strips includes `passlab.analysis.explain.CSS` once)."""
         return _html.strip_html(self, style=style)
 
 
@@ -402,9 +402,9 @@ def _generic(c: _Ctx) -> Sentence:
 
 
 def explain_step(step: Any, pipeline: Any = None) -> Explanation:
-    """The :class:`Explanation` of one recorded step (see :meth:`passlab.Step.explain`).
+    """The `Explanation` of one recorded step (see `passlab.Step.explain`).
 
-    ``pipeline`` (the trace's) lets a user pass be explained by its own docstring."""
+    `pipeline` (the trace's) lets a user pass be explained by its own docstring."""
     fn = None
     if step.origin == "user" and pipeline is not None:
         fn = next((e.pass_ for e in pipeline if e.name == step.name and e.origin == "user"),

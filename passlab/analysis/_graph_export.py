@@ -1,12 +1,12 @@
-"""A :class:`~passlab.analysis.graph.FusedGraph` in Google Model Explorer's JSON graph
-format (the ``graph_builder`` types of the ``ai-edge-model-explorer`` package).
+"""A `FusedGraph` in Google Model Explorer's JSON graph
+format (the `graph_builder` types of the `ai-edge-model-explorer` package).
 
-One graph per Relax function (its ``id``); a node's ``namespace`` is the backend region
-(``Codegen`` cluster) a call sits in, or the source groups (``FusedGraph.groups``: the
-model's node paths, ``layer1/layer1.0``) holding it, so that Model Explorer draws
+One graph per Relax function (its `id`); a node's `namespace` is the backend region
+(`Codegen` cluster) a call sits in, or the source groups (`FusedGraph.groups`: the
+model's node paths, `layer1/layer1.0`) holding it, so that Model Explorer draws
 collapsible layers: a ResNet opens as its stages, each one closed box. A node in none is
-at the graph's root (``""``); the function is the graph, not a layer around it.
-Output metadata carries each tensor's name, shape, dtype and bytes; ``attrs`` carry the
+at the graph's root (`""`); the function is the graph, not a layer around it.
+Output metadata carries each tensor's name, shape, dtype and bytes; `attrs` carry the
 kind, the ops inside a fused kernel, TVM's pattern kind and folded parameters.
 """
 
@@ -39,7 +39,7 @@ def _namespaces(g: Any) -> dict[str, str]:
 
 
 def _group_spaces(g: Any) -> dict[str, str]:
-    """Node id -> "layer1/layer1.0": the source groups (``g.groups``, outermost
+    """Node id -> "layer1/layer1.0": the source groups (`g.groups`, outermost
     first) holding it, so that Model Explorer collapses a block into one layer."""
     by_id = {grp.id: grp for grp in getattr(g, "groups", ())}
     out: dict[str, str] = {}
@@ -55,7 +55,7 @@ def _group_spaces(g: Any) -> dict[str, str]:
 
 
 def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
-    """``g`` as one Model Explorer ``Graph`` (a JSON-ready dict)."""
+    """`g` as one Model Explorer `Graph` (a JSON-ready dict)."""
     spaces = _namespaces(g)
     groups = _group_spaces(g)
     outputs: dict[str, list[Any]] = {}  # node id -> its distinct output tensors, in order
@@ -105,8 +105,8 @@ def to_model_explorer(g: Any, graph_id: str | None = None) -> dict[str, Any]:
 
 
 def node_data(g: Any, metric: str = "bytes_out") -> dict[str, dict[str, float]]:
-    """Per-node values for Model Explorer's node-data overlay: ``bytes_out`` (bytes of
-    the tensors a node produces) or ``bytes_in``. Nodes whose sizes are symbolic are
+    """Per-node values for Model Explorer's node-data overlay: `bytes_out` (bytes of
+    the tensors a node produces) or `bytes_in`. Nodes whose sizes are symbolic are
     left out."""
     if metric not in ("bytes_out", "bytes_in"):
         from passlab.errors import unknown

@@ -1,9 +1,9 @@
-"""Focusing a :class:`~passlab.analysis.graph.FusedGraph`: ``fused_graph(region=...)``
-keeps the calls a region names (with the data they touch), ``collapse=True`` folds runs of
-identical blocks (e.g. transformer layers) into one ``repeat`` node.
+"""Focusing a `FusedGraph`: `fused_graph(region=...)`
+keeps the calls a region names (with the data they touch), `collapse=True` folds runs of
+identical blocks (e.g. transformer layers) into one `repeat` node.
 
-Both take a graph and return a new one through :func:`dataclasses.replace`, so this module
-needs nothing from ``graph.py`` but the node kinds it shares with the renderer.
+Both take a graph and return a new one through `dataclasses.replace`, so this module
+needs nothing from `graph.py` but the node kinds it shares with the renderer.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ __all__ = ["keep_region", "collapse"]
 
 
 def keep_region(g: Any, region: str | tuple[int, int]) -> Any:
-    """The calls whose id, label or ops contain ``region`` (text), or whose binding index
-    is in ``[start, stop)``, with the parameters and output they touch."""
+    """The calls whose id, label or ops contain `region` (text), or whose binding index
+    is in `[start, stop)`, with the parameters and output they touch."""
     if isinstance(region, str):
         text = region.lower()
         keep = {n.id for n in g.nodes if n.kind not in TERMINALS and any(
@@ -79,7 +79,7 @@ def _best_repeat(sig: list[tuple], min_block: int) -> tuple[int, int, int] | Non
 
 
 def collapse(g: Any, min_block: int = 3) -> Any:
-    """Fold periodic runs of identical calls: keep the first block, one ``repeat`` node."""
+    """Fold periodic runs of identical calls: keep the first block, one `repeat` node."""
     notes = list(g.notes)
     for k in range(1, 100):
         calls = [n for n in g.nodes if n.kind not in TERMINALS and n.kind != "repeat"]
@@ -132,10 +132,10 @@ def fold_params(g: Any, mode: str) -> Any:
     """Fold weights and parameter plumbing away.
 
     A node is parameter plumbing when it is a weight or constant, or a call all of whose
-    inputs are parameter plumbing (a bias ``reshape``, a weight ``transpose``): it
-    computes nothing that depends on the model's input. With ``"collapse"`` each consumer
-    of such nodes keeps a note of them (:attr:`Node.params`, :attr:`Node.param_bytes`);
-    with ``"hide"`` they simply go; ``"show"`` returns ``g`` as it is.
+    inputs are parameter plumbing (a bias `reshape`, a weight `transpose`): it
+    computes nothing that depends on the model's input. With `"collapse"` each consumer
+    of such nodes keeps a note of them (`Node.params`, `Node.param_bytes`);
+    with `"hide"` they simply go; `"show"` returns `g` as it is.
     """
     if mode == "show":
         return g

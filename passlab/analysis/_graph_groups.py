@@ -1,18 +1,18 @@
 """Source groups of a fused graph: its calls grouped by the source model's node paths
-(ONNX node names ``/layer1/layer1.0/conv1/Conv``, PyTorch module paths
-``layer1.0.conv1``), so that a ResNet block is one box until it is opened, as Model
+(ONNX node names `/layer1/layer1.0/conv1/Conv`, PyTorch module paths
+`layer1.0.conv1`), so that a ResNet block is one box until it is opened, as Model
 Explorer does with namespaces.
 
-* :func:`node_sources`: the source names behind each call of a graph, from the trace's
+* `node_sources`: the source names behind each call of a graph, from the trace's
   provenance (a kernel that several call sites share gives each site its own operators,
   in program order);
-* :func:`namespace`: the group path of a call, the longest path its source names share;
-* :func:`with_groups`: the graph with :attr:`Node.source` set and its :class:`Group`
+* `namespace`: the group path of a call, the longest path its source names share;
+* `with_groups`: the graph with `Node.source` set and its `Group`
   tree, keeping only groups of two or more members (a group of one is no grouping);
-* :func:`fold`: what a drawing shows with some groups opened: each closed group one
-  ``group`` node (edges into and out of it merged), each opened one a cluster.
+* `fold`: what a drawing shows with some groups opened: each closed group one
+  `group` node (edges into and out of it merged), each opened one a cluster.
 
-Works on the duck-typed graph of :mod:`passlab.analysis._graph_render`.
+Works on the duck-typed graph of `passlab.analysis._graph_render`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ _DATA = frozenset({"input", "weight", "constant", "output"})
 class Group:
     """Calls of a fused graph that came from one subtree of the source model.
 
-    ``id`` is the source path (``/layer1/layer1.0``, ``layer1.0``), ``label`` its last
-    part (``layer1.0``), ``parent`` the enclosing group's id (None at the top), and
-    ``nodes`` every node id below it, subgroups included, in graph order."""
+    `id` is the source path (`/layer1/layer1.0`, `layer1.0`), `label` its last
+    part (`layer1.0`), `parent` the enclosing group's id (None at the top), and
+    `nodes` every node id below it, subgroups included, in graph order."""
 
     id: str
     label: str
@@ -47,7 +47,7 @@ class Group:
 @dataclass(frozen=True)
 class SourceCluster:
     """An opened group as a drawing's cluster (the shape of
-    :class:`~passlab.analysis.graph.Cluster`, kind ``source``)."""
+    `Cluster`, kind `source`)."""
 
     id: str
     label: str
@@ -57,10 +57,10 @@ class SourceCluster:
 
 def _prefixes(name: str) -> tuple[str, ...]:
     """The group paths a source name lies in, outermost first: an ONNX node name's
-    parent paths (``/layer1``, ``/layer1/layer1.0``, ``/layer1/layer1.0/conv1`` for
-    ``/layer1/layer1.0/conv1/Conv``: the last part names the node itself), a PyTorch
-    module path's own prefixes (``layer1``, ``layer1.0``, ``layer1.0.conv1``). A name
-    with no path (a torch.export node name, ``Conv_0``) lies in none."""
+    parent paths (`/layer1`, `/layer1/layer1.0`, `/layer1/layer1.0/conv1` for
+    `/layer1/layer1.0/conv1/Conv`: the last part names the node itself), a PyTorch
+    module path's own prefixes (`layer1`, `layer1.0`, `layer1.0.conv1`). A name
+    with no path (a torch.export node name, `Conv_0`) lies in none."""
     if name.startswith("/"):
         parts = [p for p in name.split("/") if p][:-1]
         return tuple("/" + "/".join(parts[:i + 1]) for i in range(len(parts)))
@@ -72,7 +72,7 @@ def _prefixes(name: str) -> tuple[str, ...]:
 
 
 def namespace(names: Sequence[str]) -> tuple[str, ...]:
-    """The group path of a call whose operators came from the source nodes ``names``:
+    """The group path of a call whose operators came from the source nodes `names`:
     the longest path all of them (those that have one) share, outermost first."""
     paths = [p for p in map(_prefixes, names) if p]
     if not paths:
@@ -90,7 +90,7 @@ _EVENTS = ("calls ", "moved into ", "merged into kernel ", "kernel ")
 
 
 def _runs_as(o: Any, upto: int | None, order: Mapping[str, int]) -> tuple[str | None, str]:
-    """What the operator call ``o`` runs as after the step of index ``upto`` (None:
+    """What the operator call `o` runs as after the step of index `upto` (None:
     after the last): the kernel or fused function its latest event by then names (its
     own binding when none has happened yet, None once it is gone), and the unit it runs
     in: the fused function FuseOps moved it into (one per call site: FuseTIR may later
@@ -112,7 +112,7 @@ def _runs_as(o: Any, upto: int | None, order: Mapping[str, int]) -> tuple[str | 
 
 
 def has_sources(trace: Any) -> bool:
-    """Whether the input of ``trace`` carries source node names (cheap: no provenance)."""
+    """Whether the input of `trace` carries source node names (cheap: no provenance)."""
     from passlab import _tvm
     from passlab.analysis.provenance import input_module
     from passlab.models._source_names import source_names
@@ -126,9 +126,9 @@ def has_sources(trace: Any) -> bool:
 
 def node_sources(g: Any, prov: Any, step: Any = None) -> dict[str, tuple[str, ...]]:
     """Node id -> the source names of the operator calls it runs, for the calls of
-    graph ``g`` drawn from ``step`` (a step of the trace ``prov``, a
-    :class:`~passlab.analysis.provenance.Provenance`, was made from; None: after the
-    trace's last step). Each operator is followed through its history up to ``step``:
+    graph `g` drawn from `step` (a step of the trace `prov`, a
+    `Provenance`, was made from; None: after the
+    trace's last step). Each operator is followed through its history up to `step`:
     a call is matched by the binding name while that is still the operator's (before
     LegalizeOps), else by the kernel or fused function it calls; where call sites share
     a kernel, program order tells them apart."""
@@ -184,8 +184,8 @@ def node_sources(g: Any, prov: Any, step: Any = None) -> dict[str, tuple[str, ..
 
 
 def _merge_strays(runs: list[list[int]], ops: list[Any], k: int) -> list[list[int]]:
-    """``runs`` with runs whose operators carry no source path merged into a neighbour
-    (the next, or the previous for the last) while there are more than ``k``."""
+    """`runs` with runs whose operators carry no source path merged into a neighbour
+    (the next, or the previous for the last) while there are more than `k`."""
     runs = [list(r) for r in runs]
     j = 0
     while len(runs) > k and j < len(runs):
@@ -201,10 +201,10 @@ def _merge_strays(runs: list[list[int]], ops: list[Any], k: int) -> list[list[in
 
 
 def with_groups(g: Any, sources: Mapping[str, Sequence[str]]) -> Any:
-    """``g`` with each call's :attr:`Node.source` set from ``sources`` and its groups
-    (:attr:`FusedGraph.groups`): the group paths of the calls, each kept when it holds
+    """`g` with each call's `Node.source` set from `sources` and its groups
+    (`FusedGraph.groups`): the group paths of the calls, each kept when it holds
     two or more members (calls, or groups kept below it). Calls inside a backend region
-    (``Node.cluster``) keep their region and join no group."""
+    (`Node.cluster`) keep their region and join no group."""
     paths = {n.id: namespace(tuple(sources.get(n.id, ()))) for n in g.nodes
              if n.kind not in _DATA and n.cluster is None}
     nodes = tuple(replace(n, source=tuple(sources[n.id])) if n.id in sources else n
@@ -237,12 +237,12 @@ def _depth(path: str) -> int:
 
 
 def _chain(path: str) -> tuple[str, ...]:
-    """``path`` and its parent paths, outermost first."""
+    """`path` and its parent paths, outermost first."""
     return _prefixes(path + "/x") if path.startswith("/") else _prefixes(path)
 
 
 def _members(path: str, paths: Mapping[str, tuple[str, ...]], kept: set[str]) -> int:
-    """Members of group ``path``: its direct calls, its kept subgroups, and what each
+    """Members of group `path`: its direct calls, its kept subgroups, and what each
     dropped subgroup hands up (its own members)."""
     direct = sum(1 for p in paths.values() if p and p[-1] == path)
     below = {p[p.index(path) + 1] for p in paths.values() if path in p and p[-1] != path}
@@ -250,8 +250,8 @@ def _members(path: str, paths: Mapping[str, tuple[str, ...]], kept: set[str]) ->
 
 
 def _label(path: str, parent: str | None) -> str:
-    """The part of ``path`` below ``parent`` (``layer1.0`` of ``/layer1/layer1.0``;
-    a PyTorch path keeps its dotted whole, ``layer1.0``, which reads better than ``0``)."""
+    """The part of `path` below `parent` (`layer1.0` of `/layer1/layer1.0`;
+    a PyTorch path keeps its dotted whole, `layer1.0`, which reads better than `0`)."""
     if path.startswith("/"):
         rest = path[len(parent):] if parent and path.startswith(parent + "/") else path
         return rest.strip("/")
@@ -259,18 +259,18 @@ def _label(path: str, parent: str | None) -> str:
 
 
 def group_of(g: Any, node_id: str) -> str | None:
-    """The innermost group holding ``node_id``, or None."""
+    """The innermost group holding `node_id`, or None."""
     found = [grp for grp in g.groups if node_id in grp.nodes]
     return found[-1].id if found else None
 
 
 def fold(g: Any, opened: Collection[str] = ()) -> Any:
-    """What a drawing of ``g`` shows with the groups ``opened`` open (their ids; a group
+    """What a drawing of `g` shows with the groups `opened` open (their ids; a group
     opens only when its parent is open): each outermost closed group becomes one node of
-    kind ``group`` (``count``: the calls inside; ``ops``: what they run) in place of its
+    kind `group` (`count`: the calls inside; `ops`: what they run) in place of its
     first call, edges into and out of it merged (one per tensor, none inside); each
-    opened group becomes a :class:`SourceCluster` (kind ``source``)
-    (id ``group:<path>``) that the calls directly inside it sit in."""
+    opened group becomes a `SourceCluster` (kind `source`)
+    (id `group:<path>`) that the calls directly inside it sit in."""
     groups = getattr(g, "groups", ())
     if not groups:
         return g
@@ -284,7 +284,7 @@ def fold(g: Any, opened: Collection[str] = ()) -> Any:
         return out
 
     def shown_as(node_id: str) -> str | None:
-        """The closed group that stands for ``node_id``, or None (shown itself). Groups
+        """The closed group that stands for `node_id`, or None (shown itself). Groups
         come outermost first, so the first closed one has every ancestor open."""
         return next((grp.id for grp in groups if node_id in grp.nodes
                      and grp.id not in open_), None)

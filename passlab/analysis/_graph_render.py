@@ -1,10 +1,10 @@
-"""How a :class:`~passlab.analysis.graph.FusedGraph` is drawn: Graphviz DOT, a text
+"""How a `FusedGraph` is drawn: Graphviz DOT, a text
 listing and HTML (SVG when a layout program is installed, else a table).
 
-Works on any object with the attributes of ``FusedGraph``, ``Node`` and ``Edge``
-(duck-typed, so this module needs nothing from ``graph.py``; it also holds the node-kind
-vocabulary, :data:`TERMINALS`, that ``graph.py`` shares). Every IR name is escaped: DOT
-quoted strings and HTML-like labels, ``html.escape`` in HTML.
+Works on any object with the attributes of `FusedGraph`, `Node` and `Edge`
+(duck-typed, so this module needs nothing from `graph.py`; it also holds the node-kind
+vocabulary, `TERMINALS`, that `graph.py` shares). Every IR name is escaped: DOT
+quoted strings and HTML-like labels, `html.escape` in HTML.
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ def contrast(a: str, b: str) -> float:
 
 
 def text_on(fill: str) -> str:
-    """Black or white, whichever reads better on ``fill`` (never under 4.5:1 on a ramp
+    """Black or white, whichever reads better on `fill` (never under 4.5:1 on a ramp
     colour: the two are equal, at 4.58:1, only at luminance 0.18)."""
     return "#000000" if contrast(fill, "#000000") >= contrast(fill, "#ffffff") else "#ffffff"
 
 
 def params_text(n: Any) -> str:
-    """What ``params="collapse"`` folded into a node: "3 params, 4.5 KiB"."""
+    """What `params="collapse"` folded into a node: "3 params, 4.5 KiB"."""
     if not n.params:
         return ""
     size = "" if n.param_bytes is None else f", {_render.human_bytes(n.param_bytes)}"
@@ -81,12 +81,12 @@ def params_text(n: Any) -> str:
 
 def bytes_text(e: Any) -> str:
     """An edge's size in the units of every other view ("2.0 KiB", via
-    :func:`passlab._render.human_bytes`) when known, else the symbolic size."""
+    `passlab._render.human_bytes`) when known, else the symbolic size."""
     return _render.human_bytes(e.bytes) if e.bytes is not None else f"{e.size} B"
 
 
 def shown(g: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[str, ...]]:
-    """The nodes, edges and notes a rendering shows (at most ``g.max_nodes`` nodes)."""
+    """The nodes, edges and notes a rendering shows (at most `g.max_nodes` nodes)."""
     notes = g.notes
     nodes = g.nodes
     if g.max_nodes is not None and len(nodes) > g.max_nodes:
@@ -114,8 +114,8 @@ def node_bytes(g: Any, node_id: str) -> int | None:
 
 @dataclass(frozen=True)
 class Overlay:
-    """Colours of an overlay (``by``: "bytes" or "flops"): node fills, and for bytes edge
-    colours and widths by tensor bytes, on a log scale from ``lo`` to ``hi`` (None:
+    """Colours of an overlay (`by`: "bytes" or "flops"): node fills, and for bytes edge
+    colours and widths by tensor bytes, on a log scale from `lo` to `hi` (None:
     nothing known)."""
 
     fills: dict[str, str]
@@ -135,8 +135,8 @@ _NEEDS_VALUES = {
 
 def overlay(g: Any, by: str, values: Mapping[str, float | None] | None = None
             ) -> Overlay | None:
-    """The overlay ``by`` of graph ``g``'s shown part: "none", "bytes", or "flops" with
-    ``values`` (node id -> FLOPs; the graph alone does not know them)."""
+    """The overlay `by` of graph `g`'s shown part: "none", "bytes", or "flops" with
+    `values` (node id -> FLOPs; the graph alone does not know them)."""
     if by not in OVERLAYS:
         raise ValueError(f"overlay must be one of {', '.join(map(repr, OVERLAYS))}, not {by!r}")
     if by == "none":
@@ -164,7 +164,7 @@ def overlay(g: Any, by: str, values: Mapping[str, float | None] | None = None
 
 
 def _ramp(stops: tuple[str, ...], f: float) -> str:
-    """The colour at ``f`` (0..1) of a ramp through ``stops``, as #rrggbb."""
+    """The colour at `f` (0..1) of a ramp through `stops`, as #rrggbb."""
     f = min(1.0, max(0.0, f)) * (len(stops) - 1)
     k = min(int(f), len(stops) - 2)
     a, b = stops[k], stops[k + 1]
@@ -178,11 +178,11 @@ def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
            opened: Collection[str] = ()) -> str:
     """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
 
-    ``overlay_by="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
-    ``marks`` maps node ids to "new" or "rewritten" (a class and a coloured outline);
-    ``title=False`` leaves out the function name and notes (a view that prints them);
-    source groups (``g.groups``) not in ``opened`` are drawn as one node each, opened
-    ones as clusters (:func:`passlab.analysis._graph_groups.fold`)."""
+    `overlay_by="bytes"` colours kernels by bytes in+out and edges by tensor bytes;
+    `marks` maps node ids to "new" or "rewritten" (a class and a coloured outline);
+    `title=False` leaves out the function name and notes (a view that prints them);
+    source groups (`g.groups`) not in `opened` are drawn as one node each, opened
+    ones as clusters (`passlab.analysis._graph_groups.fold`)."""
     g = _graph_groups.fold(g, opened)
     nodes, edges, notes = shown(g)
     ov = overlay(g, overlay_by, values)
@@ -263,7 +263,7 @@ def to_text(g: Any) -> str:
 def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
            title: bool = True, values: Mapping[str, float | None] | None = None,
            opened: Collection[str] = ()) -> str:
-    """The laid-out SVG element (no XML prolog); ``RuntimeError`` without a layout program."""
+    """The laid-out SVG element (no XML prolog); `RuntimeError` without a layout program."""
     import re
 
     svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title,
@@ -277,7 +277,7 @@ def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
 def to_html(g: Any, *, overlay_by: str = "none", zoom: bool = True) -> str:
     """SVG when a layout program is installed, else an HTML table; IR names are escaped.
 
-    With ``zoom`` a large SVG sits in a scrolling box with fit/50%/100%/200% buttons that
+    With `zoom` a large SVG sits in a scrolling box with fit/50%/100%/200% buttons that
     need no JavaScript (radio buttons and CSS: notebook front ends drop scripts)."""
     nodes, edges, notes = shown(g)
     head = (f"<p><b>fused graph of {_render.esc(g.function)}</b>: {len(g.nodes)} "

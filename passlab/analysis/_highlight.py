@@ -1,10 +1,10 @@
 """TVMScript syntax highlighting for HTML views, one line at a time so that diffs can
 highlight just the lines they show.
 
-Tokens become ``<span class="tok-X">`` where X is Pygments' short class name (``k``
-keyword, ``nf`` function name, ``s2`` string, ``mi`` number, ``c1`` comment, ``nd``
-decorator, ``o`` operator), so Pygments styles apply too; :data:`CSS` colours them for
-light pages and, under JupyterLab's dark theme (``body[data-jp-theme-light="false"]``) or
+Tokens become `<span class="tok-X">` where X is Pygments' short class name (`k`
+keyword, `nf` function name, `s2` string, `mi` number, `c1` comment, `nd`
+decorator, `o` operator), so Pygments styles apply too; `CSS` colours them for
+light pages and, under JupyterLab's dark theme (`body[data-jp-theme-light="false"]`) or
 a dark colour scheme, for dark ones. Every piece of text is escaped: names in IR are user
 data.
 
@@ -110,7 +110,7 @@ def _plain_html(line: str) -> str:
 def line_html(line: str, marks: Sequence[tuple[int, int]] = (), mark_class: str = "pl-hl"
               ) -> str:
     """One line of TVMScript as escaped, highlighted HTML; the character ranges in
-    ``marks`` (start, stop) also get ``mark_class`` (the changed spans of a diff)."""
+    `marks` (start, stop) also get `mark_class` (the changed spans of a diff)."""
     if not marks:
         return _plain_html(line)
     starts, ends = _merged(marks)
@@ -147,5 +147,5 @@ def _merged(marks: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
 
 
 def block_html(text: str) -> str:
-    """Several lines (a whole function) highlighted, joined by newlines: for ``<pre>``."""
+    """Several lines (a whole function) highlighted, joined by newlines: for `<pre>`."""
     return "\n".join(line_html(line) for line in text.split("\n"))

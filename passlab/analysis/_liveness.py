@@ -1,7 +1,7 @@
 """Liveness of one walked Relax function: its tensors with their live ranges, its
 allocations and memory blocks (tensors before planning, storages after), and the live
-bytes at each binding. :mod:`passlab.analysis.buffers` turns the results into a
-:class:`~passlab.analysis.buffers.BufferReport`; the definitions are in its docstring."""
+bytes at each binding. `passlab.analysis.buffers` turns the results into a
+`BufferReport`; the definitions are in its docstring."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ _COUNTED = (_ir.ALLOC_STORAGE, _ir.ALLOC_TENSOR)  # what estimate_memory_usage c
 class Tensor:
     """One tensor of a function: who makes it, who reads it, its size and live range.
 
-    ``bytes`` is ``None`` when the size is symbolic and no bound was given; ``size`` is
-    always the size as text (``"256 * n"``). ``defined``, ``first_use`` and ``last_use``
-    are binding indices of ``function``.
+    `bytes` is `None` when the size is symbolic and no bound was given; `size` is
+    always the size as text (`"256 * n"`). `defined`, `first_use` and `last_use`
+    are binding indices of `function`.
     """
 
     name: str
@@ -48,9 +48,9 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Allocation:
-    """An explicit allocation: ``R.memory.alloc_storage`` or ``R.builtin.alloc_tensor``.
+    """An explicit allocation: `R.memory.alloc_storage` or `R.builtin.alloc_tensor`.
 
-    ``first_use`` and ``last_use`` are its live range (binding indices): from the first to
+    `first_use` and `last_use` are its live range (binding indices): from the first to
     the last binding of any tensor placed in it; None when nothing is placed in it.
     """
 
@@ -82,11 +82,11 @@ class _Result:
     storages: list[Allocation]  # the memory blocks after planning (empty before)
 
     def live_at(self, index: int) -> list[str]:
-        """Names of the tensors live at binding ``index``."""
+        """Names of the tensors live at binding `index`."""
         return [n for n, lo, hi in self.tensor_ranges if lo <= index <= hi]
 
     def blocks_at(self, index: int) -> list[str]:
-        """Names of the memory blocks live at binding ``index``."""
+        """Names of the memory blocks live at binding `index`."""
         return [n for n, lo, hi in self.block_ranges if lo <= index <= hi]
 
     def tensor_peak(self) -> int:
@@ -208,6 +208,6 @@ def _analyse(w: _ir.Walk, bounds: Mapping[str, int]) -> _Result:
 
 
 def _peak_storages(r: _Result, index: int) -> tuple[Allocation, ...]:
-    """The memory blocks live at binding ``index`` after planning (empty before)."""
+    """The memory blocks live at binding `index` after planning (empty before)."""
     live = set(r.blocks_at(index))
     return tuple(a for a in r.storages if a.name in live)

@@ -1,10 +1,10 @@
-"""The result of :func:`passlab.analysis.partitions.partitions`: operator calls
-(:class:`OpCall`), offloaded regions (:class:`Region`), tensors crossing between host and
-accelerator (:class:`Crossing`), coverage per backend (:class:`Coverage`), and the
-:class:`PartitionReport` that holds them, with its text, HTML and DataFrame forms.
+"""The result of `passlab.analysis.partitions.partitions`: operator calls
+(`OpCall`), offloaded regions (`Region`), tensors crossing between host and
+accelerator (`Crossing`), coverage per backend (`Coverage`), and the
+`PartitionReport` that holds them, with its text, HTML and DataFrame forms.
 
 Plain frozen data: this module reads no IR (that is
-:mod:`passlab.analysis._partitions_scan`).
+`passlab.analysis._partitions_scan`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ HOST = "host"
 # ------------------------------------------------------------------------------ data
 @dataclass(frozen=True)
 class OpCall:
-    """One operator call; ``backend`` is None on the host."""
+    """One operator call; `backend` is None on the host."""
 
     index: int
     op: str
@@ -43,9 +43,9 @@ class OpCall:
 
 @dataclass(frozen=True)
 class Crossing:
-    """A tensor that crosses between the host and a region (``direction`` "in": into the
-    region, "out": back to the host). ``kind``: input, weight, constant or activation;
-    ``peer``: where it comes from (in) or goes to (out): ``host``, a region, ``output``
+    """A tensor that crosses between the host and a region (`direction` "in": into the
+    region, "out": back to the host). `kind`: input, weight, constant or activation;
+    `peer`: where it comes from (in) or goes to (out): `host`, a region, `output`
     or a parameter."""
 
     region: str
@@ -64,7 +64,7 @@ class Crossing:
 
 @dataclass(frozen=True)
 class Region:
-    """One offloaded region: a call of a ``Codegen`` (or ``Composite``) function."""
+    """One offloaded region: a call of a `Codegen` (or `Composite`) function."""
 
     name: str
     backend: str
@@ -137,10 +137,10 @@ def _coverage_row(c: Coverage) -> list[str]:
 
 @dataclass(frozen=True)
 class PartitionReport(NamedSequence[Region], _render.Displayable):
-    """The partitions of one Relax function (see :func:`partitions`).
+    """The partitions of one Relax function (see `partitions`).
 
-    Behaves like a sequence of :class:`Region` (one per call of an offloaded function):
-    ``len``, iteration, indexing by position, by function name (its first call) or by
+    Behaves like a sequence of `Region` (one per call of an offloaded function):
+    `len`, iteration, indexing by position, by function name (its first call) or by
     the call's variable.
     """
 
@@ -175,7 +175,7 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
         return tuple(o for o in self.ops if not o.offloaded)
 
     def coverage(self, backend: str | None = None) -> Coverage:
-        """What ``backend`` takes (default: the only backend); ``"host"`` for the rest."""
+        """What `backend` takes (default: the only backend); `"host"` for the rest."""
         if backend is None:
             if len(self.backends) != 1:
                 raise ValueError(f"the function has regions of {len(self.backends)} backends "
@@ -194,7 +194,7 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
             sum(r.bytes_in for r in regions), sum(r.bytes_out for r in regions))
 
     def coverages(self) -> tuple[Coverage, ...]:
-        """One :class:`Coverage` per backend, then the host."""
+        """One `Coverage` per backend, then the host."""
         return tuple(self.coverage(b) for b in self.backends) + (self.coverage(HOST),)
 
     def summary(self) -> str:
@@ -234,7 +234,7 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
                 for c in r.inputs + r.outputs]
 
     def to_text(self, detail: bool = True) -> str:
-        """Coverage, the region table and (``detail``) one table per region."""
+        """Coverage, the region table and (`detail`) one table per region."""
         parts = [self.summary(), "",
                  _render.text_table(_COVERAGE_HEADER, [_coverage_row(c) for c in self.coverages()])]
         if self.regions:
@@ -265,7 +265,7 @@ class PartitionReport(NamedSequence[Region], _render.Displayable):
         return "".join(out)
 
     def to_dataframe(self, table: str = "ops") -> Any:
-        """``table``: "ops" (one row per operator call), "regions", "crossings" or
+        """`table`: "ops" (one row per operator call), "regions", "crossings" or
         "coverage"."""
         import pandas as pd
 
@@ -298,7 +298,7 @@ def _short(name: str, width: int = 48) -> str:
 
 
 def _op_counts(ops: Sequence[str], width: int = 60) -> str:
-    """``nn.conv2d x20, nn.relu x17, add`` in order of first appearance."""
+    """`nn.conv2d x20, nn.relu x17, add` in order of first appearance."""
     counts: dict[str, int] = {}
     for o in ops:
         counts[o] = counts.get(o, 0) + 1

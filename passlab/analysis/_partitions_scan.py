@@ -1,7 +1,7 @@
-"""Reading a partitioned Relax function for :func:`passlab.analysis.partitions.partitions`:
-every operator call (on the host, or inlined from the ``Codegen``/``Composite`` function
-a region calls), its FLOPs and bytes (:func:`estimate_flops`; the estimates are described
-in :mod:`passlab.analysis.partitions`), and the tensors crossing each region's boundary.
+"""Reading a partitioned Relax function for `passlab.analysis.partitions.partitions`:
+every operator call (on the host, or inlined from the `Codegen`/`Composite` function
+a region calls), its FLOPs and bytes (`estimate_flops`; the estimates are described
+in `passlab.analysis.partitions`), and the tensors crossing each region's boundary.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _elements(info: _ir.TensorInfo) -> int | None:
 def estimate_flops(op: str, args: Sequence[Any], out: Sequence[_ir.TensorInfo],
                    attrs: Any = None) -> int | None:
     """FLOPs of one operator call from shapes (see
-    :mod:`passlab.analysis.partitions`)."""
+    `passlab.analysis.partitions`)."""
     if op in LAYOUT_OPS:
         return 0
     out_elems = [_elements(i) for i in out]
@@ -118,8 +118,8 @@ class _Analysis:
         return None
 
     def _readers(self, func: Any) -> dict[Any, list[str]]:
-        """Who reads each variable: ``host``, a region (its function's name) or
-        ``output``; plain aliases (``y = x``) pass their readers on to ``x``."""
+        """Who reads each variable: `host`, a region (its function's name) or
+        `output`; plain aliases (`y = x`) pass their readers on to `x`."""
         _, relax = _ir._tvm()
         alias: dict[Any, Any] = {}
         out: dict[Any, list[str]] = {}
@@ -189,7 +189,7 @@ class _Analysis:
 
     def _inline(self, func: Any, backend: str | None, region: str | None,
                 composite: str | None = None) -> list[str]:
-        """Add the operator calls of ``func``'s body; return the composites met."""
+        """Add the operator calls of `func`'s body; return the composites met."""
         tvm, relax = _ir._tvm()
         comp = _ir.attr(func, "Composite", composite)
         found: list[str] = [comp] if comp is not None and comp != composite else []

@@ -1,11 +1,11 @@
 """Provenance drawn: the input graph and the fused graph side by side, linked both ways.
 
-Every operator node of the input graph carries ``data-op`` (its binding name) and
-``data-kernels`` (a JSON list of the kernels :func:`~passlab.provenance` says it ended
-in); every kernel node of the fused graph carries ``data-kernel``, ``data-ops`` (JSON list,
-:meth:`Provenance.ops_of`) and ``data-node`` (its graph node id). The rows of the op table
-below carry the same ``data-op``/``data-kernels``. A page highlights the linked elements on
-hover (the front end's ``provenance.js``, in the Explorer and the report); without script the
+Every operator node of the input graph carries `data-op` (its binding name) and
+`data-kernels` (a JSON list of the kernels `provenance` says it ended
+in); every kernel node of the fused graph carries `data-kernel`, `data-ops` (JSON list,
+`Provenance.ops_of`) and `data-node` (its graph node id). The rows of the op table
+below carry the same `data-op`/`data-kernels`. A page highlights the linked elements on
+hover (the front end's `provenance.js`, in the Explorer and the report); without script the
 view still reads as two graphs and a table. Every IR name is escaped.
 
 Examples
@@ -51,8 +51,8 @@ CSS = """
 
 @dataclass(frozen=True, eq=False)
 class ProvenanceView(_render.Displayable):
-    """The input graph and the fused graph after :attr:`step`, linked by
-    :attr:`provenance` (see :func:`provenance_view`). ``note`` says why the fused graph
+    """The input graph and the fused graph after `step`, linked by
+    `provenance` (see `provenance_view`). `note` says why the fused graph
     is not the one after the pass that was asked for, if it is not."""
 
     provenance: Provenance
@@ -64,8 +64,8 @@ class ProvenanceView(_render.Displayable):
 
     def links(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """Fused-graph node id -> (kernel, the input's operator calls it holds), for every
-        node that runs one. The kernels are those of :attr:`step`: a kernel the pipeline
-        turns into something else later (``reshape`` into ``vm.builtin.reshape``) still
+        node that runs one. The kernels are those of `step`: a kernel the pipeline
+        turns into something else later (`reshape` into `vm.builtin.reshape`) still
         holds its operators here."""
         held: dict[str, list[str]] = {}
         for op, kernel in self.kernel_at_step().items():
@@ -75,7 +75,7 @@ class ProvenanceView(_render.Displayable):
 
     def kernel_at_step(self) -> dict[str, str]:
         """Operator call -> the kernel (or Relax function) that runs it in the module
-        after :attr:`step`, replaying each op's history up to that step."""
+        after `step`, replaying each op's history up to that step."""
         upto = {s.label for s in self.trace_steps if s.index <= self.step.index}
         out = {}
         for o in self.provenance:
@@ -119,7 +119,7 @@ class ProvenanceView(_render.Displayable):
 
     def to_html(self, box_class: str = "") -> str:
         """Both graphs (SVG with a layout program, else tables), then the op table.
-        ``box_class`` is added to each graph's box (a page's own graph styling)."""
+        `box_class` is added to each graph's box (a page's own graph styling)."""
         s = self.step
         box = f"passlab-prov-box {box_class}".strip()
         sides = [
@@ -159,7 +159,7 @@ class ProvenanceView(_render.Displayable):
                 f'<div class="passlab-prov-graphs">{cols}</div></div>')
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """The op table's header and rows: op, then ``source`` (the ONNX node or PyTorch
+        """The op table's header and rows: op, then `source` (the ONNX node or PyTorch
         module path each came from, when the input carries them), then what became of it."""
         header, rows = self.provenance._columns(), self.provenance._rows()
         if "source" not in header:
@@ -171,7 +171,7 @@ class ProvenanceView(_render.Displayable):
 
 def _replay(events: list[str]) -> str | None:
     """Where an operator's binding runs after these history events (see
-    :func:`~passlab.provenance`): the kernel it calls, the Relax function it moved into
+    `provenance`): the kernel it calls, the Relax function it moved into
     (until FuseTIR makes that a kernel), or None once it is gone."""
     name: str | None = None
     inside = False  # moved into a Primitive function: its own calls are not graph nodes
@@ -198,7 +198,7 @@ def _attr_text(attrs: dict[str, str]) -> str:
 
 
 def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]]) -> str:
-    """The graph as SVG with ``attrs`` on the node groups (ids prefixed, so that two
+    """The graph as SVG with `attrs` on the node groups (ids prefixed, so that two
     graphs on one page do not share ids), or as a table of its nodes without a layout
     program."""
     if _render.layout_program():
@@ -233,7 +233,7 @@ def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]]) ->
 
 
 def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
-    """The step whose fused graph a provenance view draws for ``step``, and a note when
+    """The step whose fused graph a provenance view draws for `step`, and a note when
     it is another one: the step itself once fusion is done, else FuseTIR; a failed or
     inner step or one without a Relax function (TIR stage) stands back to the last
     main-chain pass with a Relax function."""
@@ -267,8 +267,8 @@ def fused_step(trace: Any, step: Any = None) -> tuple[Any, str]:
 
 def provenance_view(trace: Any, step: Any = None, prov: Provenance | None = None
                     ) -> ProvenanceView:
-    """The input graph and the fused graph after ``step`` (see :func:`fused_step`),
-    linked by :func:`~passlab.provenance` (``prov``, when already computed)."""
+    """The input graph and the fused graph after `step` (see `fused_step`),
+    linked by `provenance` (`prov`, when already computed)."""
     trace = getattr(trace, "trace", trace)
     prov = prov if prov is not None else provenance(trace)
     after, note = fused_step(trace, step)

@@ -1,26 +1,26 @@
 """Intermediate tensors, their live ranges and the peak memory they need, at any point of
-the pipeline: on operator graphs, on fused ``call_tir`` graphs (where
-``relax.analysis.estimate_memory_usage`` sees nothing yet) and after memory planning.
+the pipeline: on operator graphs, on fused `call_tir` graphs (where
+`relax.analysis.estimate_memory_usage` sees nothing yet) and after memory planning.
 
 Model
 -----
 A *tensor* is a value a binding creates: an operator or kernel result, or (after
-CallTIRRewrite) an ``alloc_tensor`` a kernel writes into. ``R.reshape`` and
-``R.memory.view`` results are views: they extend their base tensor's life and are listed
+CallTIRRewrite) an `alloc_tensor` a kernel writes into. `R.reshape` and
+`R.memory.view` results are views: they extend their base tensor's life and are listed
 as its aliases. Parameters (inputs, weights) and constants are not temporaries.
 
 A tensor lives from the binding that creates it to the last binding that reads or writes
-it (the function's return counts as binding ``len(bindings)``).
+it (the function's return counts as binding `len(bindings)`).
 
 The peak (one definition, two regimes)
 --------------------------------------
 * Before memory planning: the most bytes of *tensors* live at one binding.
-  ``peak_tensors`` lists exactly the tensors live there; their bytes sum to ``peak_bytes``.
-* After ``StaticPlanBlockMemory``: the most bytes of *storages* live at one binding, a
+  `peak_tensors` lists exactly the tensors live there; their bytes sum to `peak_bytes`.
+* After `StaticPlanBlockMemory`: the most bytes of *storages* live at one binding, a
   storage being live from its first to its last user (the first and last binding of any
-  tensor placed in it); an output's ``builtin.alloc_tensor`` is its own storage.
-  ``peak_storages`` lists exactly the storages live there; their bytes sum to
-  ``peak_bytes``; ``peak_tensors`` are the tensors live there, each inside one of them.
+  tensor placed in it); an output's `builtin.alloc_tensor` is its own storage.
+  `peak_storages` lists exactly the storages live there; their bytes sum to
+  `peak_bytes`; `peak_tensors` are the tensors live there, each inside one of them.
 
 Examples
 --------
@@ -67,18 +67,18 @@ def _fmt(n: int | None, size: str = "?") -> str:
 class BufferReport(NamedSequence[Tensor], _render.Displayable):
     """Tensors, allocations and liveness peak of one function or a whole module.
 
-    Behaves like a sequence of :class:`Tensor` (``len``, iteration, indexing by position
+    Behaves like a sequence of `Tensor` (`len`, iteration, indexing by position
     or by tensor name).
 
-    ``allocations`` mirrors the "With memory planning" line of
-    ``relax.analysis.estimate_memory_usage``: every constant-size ``alloc_storage`` and
-    ``builtin.alloc_tensor``. Symbolic-size ones are in ``dynamic_allocations``.
-    ``peak_bytes`` is a lower bound when ``peak_exact`` is false (symbolic sizes without
-    ``bounds``: the unknown sizes count as 0); ``unknown_symbols`` names what is missing.
+    `allocations` mirrors the "With memory planning" line of
+    `relax.analysis.estimate_memory_usage`: every constant-size `alloc_storage` and
+    `builtin.alloc_tensor`. Symbolic-size ones are in `dynamic_allocations`.
+    `peak_bytes` is a lower bound when `peak_exact` is false (symbolic sizes without
+    `bounds`: the unknown sizes count as 0); `unknown_symbols` names what is missing.
 
-    The peak is defined in the module docstring (:data:`PEAK_DEFINITION`): ``planned``
-    says which regime applies; the bytes of ``peak_tensors`` (before planning) or of
-    ``peak_storages`` (after planning) always sum to ``peak_bytes``. :meth:`plot` draws it.
+    The peak is defined in the module docstring (`PEAK_DEFINITION`): `planned`
+    says which regime applies; the bytes of `peak_tensors` (before planning) or of
+    `peak_storages` (after planning) always sum to `peak_bytes`. `plot` draws it.
     """
 
     functions: tuple[str, ...]
@@ -136,7 +136,7 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
 
     @property
     def timeline(self) -> tuple[int, ...]:
-        """Live bytes at each binding of :attr:`peak_function` (the return is last)."""
+        """Live bytes at each binding of `peak_function` (the return is last)."""
         return dict(self.timelines).get(self.peak_function or "", ())
 
     def _summary(self) -> list[str]:
@@ -246,8 +246,8 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         return "\n".join(out)
 
     def to_html(self, plot: bool = False) -> str:
-        """The same content as :meth:`to_text` as escaped HTML tables; ``plot`` puts the
-        liveness picture (:meth:`plot`) between the summary and the tables."""
+        """The same content as `to_text` as escaped HTML tables; `plot` puts the
+        liveness picture (`plot`) between the summary and the tables."""
         lines = self._summary()
         out = [f'<div class="passlab-buffers"><p><b>{_render.esc(lines[0])}</b></p>']
         if plot:
@@ -271,7 +271,7 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         return "".join(out) + "</div>"
 
     def to_dataframe(self, table: str = "tensors") -> Any:
-        """``tensors`` (default), ``params`` or ``allocations`` as a pandas DataFrame."""
+        """`tensors` (default), `params` or `allocations` as a pandas DataFrame."""
         import pandas as pd
 
         items = {"tensors": self.tensors, "params": self.params,
@@ -300,7 +300,7 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         Returns
         -------
         BufferPlot
-            Displays as an inline SVG in notebooks; ``to_svg()``, ``to_text()``.
+            Displays as an inline SVG in notebooks; `to_svg()`, `to_text()`.
 
         Examples
         --------
@@ -329,11 +329,11 @@ def buffers(
     Parameters
     ----------
     x : tvm.IRModule or Step
-        The module to analyse (a Step's ``.after`` module).
+        The module to analyse (a Step's `.after` module).
     function : str, optional
         One Relax function; by default every Relax function of the module.
     bounds : mapping of str to int, optional
-        Values for symbolic dimensions (``{"n": 128}``): sizes, peak and totals become
+        Values for symbolic dimensions (`{"n": 128}`): sizes, peak and totals become
         exact numbers. Without them symbolic sizes stay expressions and the peak is a
         lower bound.
 
@@ -361,7 +361,7 @@ def buffers(
 
 
 class _ReportCache:
-    """LRU of buffer reports keyed by ``(module address, functions, bounds)``.
+    """LRU of buffer reports keyed by `(module address, functions, bounds)`.
 
     A report is immutable and a pure function of its module, so every view that shows the
     buffers after one pass (the pane, each kernel panel's links, a report's snapshots,

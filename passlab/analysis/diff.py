@@ -1,7 +1,7 @@
 """Per-function differences between two IR snapshots.
 
-Functions are matched by global name (``GlobalVar.name_hint``). Only the functions a diff
-shows are printed, each at most once (see :mod:`passlab.analysis._printing`), and only
+Functions are matched by global name (`GlobalVar.name_hint`). Only the functions a diff
+shows are printed, each at most once (see `passlab.analysis._printing`), and only
 when their text is first asked for.
 """
 
@@ -46,8 +46,8 @@ Status = Literal["added", "removed", "modified", "renamed", "unchanged"]
 class FunctionDiff(Displayable):
     """How one function differs between two snapshots.
 
-    ``name`` is the function's name after (before, for a removed one); ``old_name`` its
-    name before (``None`` if added). ``before``/``after`` are the TVM functions.
+    `name` is the function's name after (before, for a removed one); `old_name` its
+    name before (`None` if added). `before`/`after` are the TVM functions.
     """
 
     name: str
@@ -59,12 +59,12 @@ class FunctionDiff(Displayable):
     context: int = 3
     callees_renamed: tuple[tuple[str, str], ...] = ()
     """For a caller that changed only because functions it calls were renamed: the
-    ``(old, new)`` names; its diff then has no lines (``before`` is printed with the new
+    `(old, new)` names; its diff then has no lines (`before` is printed with the new
     names)."""
     head: tuple[int, int, int, int] | None = None
-    """For a first view of a huge Relax function (:meth:`ModuleDiff.first_screen`): only
-    its first binding region is printed and diffed, ``(bindings printed before, after,
-    bindings before, after)``; None: the whole function."""
+    """For a first view of a huge Relax function (`ModuleDiff.first_screen`): only
+    its first binding region is printed and diffed, `(bindings printed before, after,
+    bindings before, after)`; None: the whole function."""
 
     @cached_property
     def before_text(self) -> str:
@@ -86,10 +86,10 @@ class FunctionDiff(Displayable):
         return _printing.function_text(self.after, self.name)
 
     def first_region(self, bindings: int = REGION_BINDINGS) -> FunctionDiff:
-        """This diff printing only the first ``bindings`` top-level bindings of a Relax
+        """This diff printing only the first `bindings` top-level bindings of a Relax
         function that has many more (about 1.5 times or more, on either side), and the
         matching region on the other side (up to the last binding name both sides
-        share once); ``self`` otherwise. The result's :attr:`head` says what it prints."""
+        share once); `self` otherwise. The result's `head` says what it prints."""
         if self.head is not None or self.kind != "relax" or self.callees_renamed:
             return self
         if not (prints_by_region(self.before, bindings) or prints_by_region(self.after, bindings)):
@@ -192,11 +192,11 @@ class FunctionDiff(Displayable):
                 and self.before_text == self.after_text)
 
     def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES) -> str:
-        """A ``git diff``-style block: header, ``---``/``+++`` lines and hunks."""
+        """A `git diff`-style block: header, `---`/`+++` lines and hunks."""
         return _render.text_block(self, line_numbers, max_lines)
 
     def to_html(self, mode: str = "side-by-side", *, max_lines: int = MAX_LINES) -> str:
-        """Self-contained HTML: ``mode`` is ``"side-by-side"`` or ``"unified"``."""
+        """Self-contained HTML: `mode` is `"side-by-side"` or `"unified"`."""
         return _render.wrap_html(_render.html_block(self, _check_mode(mode), max_lines))
 
     def _display_text(self) -> str:
@@ -211,8 +211,8 @@ class FunctionDiff(Displayable):
 class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
     """The functions that differ between two snapshots, sorted by name.
 
-    A sequence of :class:`FunctionDiff`; index it by position or by function name (old or
-    new name of a renamed one). ``title`` names the step(s) compared, if any.
+    A sequence of `FunctionDiff`; index it by position or by function name (old or
+    new name of a renamed one). `title` names the step(s) compared, if any.
     """
 
     functions: tuple[FunctionDiff, ...]
@@ -250,7 +250,7 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
     @property
     def modified(self) -> tuple[str, ...]:
         """Names of functions in both snapshots whose code differs (callers that only
-        call renamed functions by their new names are :attr:`callers_updated`)."""
+        call renamed functions by their new names are `callers_updated`)."""
         return self._names("modified")
 
     @property
@@ -260,7 +260,7 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
 
     @property
     def renamed(self) -> tuple[tuple[str, str], ...]:
-        """``(old, new)`` names of functions that moved to a new name unchanged."""
+        """`(old, new)` names of functions that moved to a new name unchanged."""
         return tuple((fd.old_name or "", fd.name) for fd in self.functions
                      if fd.status == "renamed")
 
@@ -299,9 +299,9 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
                        f"printed: {names}{more}. to_html(max_functions=None) shows all.")
 
     def print_jobs(self, max_functions: int | None = None) -> tuple[tuple[Any, ...], ...]:
-        """The ``(function, name)`` pairs (``(function, name, bindings)`` for a printed
-        region) that ``to_text``/``to_html`` with this ``max_functions`` print: for
-        :func:`passlab._tvm.printing.prefetch`."""
+        """The `(function, name)` pairs (`(function, name, bindings)` for a printed
+        region) that `to_text`/`to_html` with this `max_functions` print: for
+        `passlab._tvm.printing.prefetch`."""
         shown, _ = self._split(max_functions)
         jobs: list[tuple[Any, ...]] = []
         for fd in shown:
@@ -314,11 +314,11 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
 
     def first_screen(self, max_functions: int | None = FIRST_VIEW,
                      bindings: int = REGION_BINDINGS) -> ModuleDiff:
-        """This diff as a first view prints it: each of the first ``max_functions``
+        """This diff as a first view prints it: each of the first `max_functions`
         functions that is a huge Relax function cut to its first binding region
-        (:meth:`FunctionDiff.first_region`), so that a 32-layer forward rewritten by
-        LegalizeOps or VMShapeLower prints ~100 bindings, not 2,400 lines; ``self`` when
-        nothing is cut. ``to_html()`` of the whole diff prints everything."""
+        (`FunctionDiff.first_region`), so that a 32-layer forward rewritten by
+        LegalizeOps or VMShapeLower prints ~100 bindings, not 2,400 lines; `self` when
+        nothing is cut. `to_html()` of the whole diff prints everything."""
         shown = self.functions if max_functions is None else self.functions[:max_functions]
         cut = tuple(fd.first_region(bindings) for fd in shown)
         if all(a is b for a, b in zip(cut, shown)):
@@ -327,7 +327,7 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
 
     @property
     def regions(self) -> bool:
-        """Whether some function prints only its first binding region (:attr:`FunctionDiff.head`)."""
+        """Whether some function prints only its first binding region (`FunctionDiff.head`)."""
         return any(fd.head is not None for fd in self.functions)
 
     def _counts(self, shown: Sequence[FunctionDiff]) -> tuple[int, int, str]:
@@ -340,8 +340,8 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
 
     def to_text(self, *, line_numbers: bool = False, max_lines: int = MAX_LINES,
                 max_functions: int | None = None) -> str:
-        """Unified diff of every listed function (or the first ``max_functions``), like
-        ``git diff``; "no changes" if none."""
+        """Unified diff of every listed function (or the first `max_functions`), like
+        `git diff`; "no changes" if none."""
         if self.unchanged:
             return "no changes"
         shown, note = self._split(max_functions)
@@ -354,18 +354,18 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
                 max_functions: int | None = None, highlight: bool = True,
                 anchors: str = "", max_total_lines: int | None = None) -> str:
         """Self-contained HTML (inline CSS, no scripts or external resources) of every
-        changed function, or of the first ``max_functions`` (the others are named).
-        ``highlight=False`` leaves the token colours to the page (the static report
+        changed function, or of the first `max_functions` (the others are named).
+        `highlight=False` leaves the token colours to the page (the static report
         colours a diff when it is shown).
 
-        Every function's block carries ``data-fn``/``data-status``/``data-kind``; with
-        ``anchors`` (an id prefix, unique on the page) it also gets an ``id``, and the
-        functions not printed are listed in a hidden ``<ul class="pl-unshown">`` and,
+        Every function's block carries `data-fn`/`data-status`/`data-kind`; with
+        `anchors` (an id prefix, unique on the page) it also gets an `id`, and the
+        functions not printed are listed in a hidden `<ul class="pl-unshown">` and,
         in the Relax functions the graph draws (not fused ones), the variable a binding
-        defines is a ``<span class="pl-var" data-var=...>`` (the Explorer links it to the
+        defines is a `<span class="pl-var" data-var=...>` (the Explorer links it to the
         graph).
 
-        ``max_total_lines`` bounds the diff lines of all the functions together (a first
+        `max_total_lines` bounds the diff lines of all the functions together (a first
         screen): each function shows what is left of it, and the functions after it ran
         out are named, not rendered (highlighting is most of a large diff's cost)."""
         mode = _check_mode(mode)
@@ -423,7 +423,7 @@ def _check_mode(mode: str) -> str:
 
 
 def _plain(text: str) -> str:
-    """The plain-text notebook/terminal form: at most ``_PLAIN_LINES`` lines."""
+    """The plain-text notebook/terminal form: at most `_PLAIN_LINES` lines."""
     lines = text.split("\n")
     if len(lines) > _PLAIN_LINES:
         lines = lines[:_PLAIN_LINES] + [
@@ -462,16 +462,16 @@ def diff(
     Parameters
     ----------
     a, b
-        ``tvm.IRModule`` snapshots, or pipeline steps (objects with ``.before`` and
-        ``.after`` modules). ``diff(step)`` compares a step's input with its output; a step
-        given as ``a`` stands for its input and as ``b`` for its output, so
-        ``diff(first, last)`` spans every step from ``first`` to ``last``.
+        `tvm.IRModule` snapshots, or pipeline steps (objects with `.before` and
+        `.after` modules). `diff(step)` compares a step's input with its output; a step
+        given as `a` stands for its input and as `b` for its output, so
+        `diff(first, last)` spans every step from `first` to `last`.
     function
         Only this function (by its global name in either snapshot).
     all_functions
-        Also list functions that did not change (status ``"unchanged"``).
+        Also list functions that did not change (status `"unchanged"`).
     hide_renames
-        Report a function that reappears unchanged under another name as ``"renamed"``
+        Report a function that reappears unchanged under another name as `"renamed"`
         rather than as one removed and one added function.
     context
         Unchanged lines shown around each change.
@@ -548,12 +548,12 @@ def diff(
 
 def prints_by_region(func: Any, bindings: int = REGION_BINDINGS) -> bool:
     """A Relax function so long that a first view prints it by binding region (about
-    1.5 times ``bindings`` top-level bindings or more; see :meth:`FunctionDiff.first_region`)."""
+    1.5 times `bindings` top-level bindings or more; see `FunctionDiff.first_region`)."""
     return func is not None and _printing.binding_count(func) > bindings * 3 // 2
 
 
 def _once(names: Sequence[str]) -> dict[str, int]:
-    """Names that occur once in ``names``, and where."""
+    """Names that occur once in `names`, and where."""
     seen: dict[str, int] = {}
     twice: set[str] = set()
     for k, n in enumerate(names):
@@ -564,12 +564,12 @@ def _once(names: Sequence[str]) -> dict[str, int]:
 
 
 def _is_binding(line: str) -> bool:
-    """A line that binds a variable (``x = ...`` / ``x: T = ...``), the unit of a move."""
+    """A line that binds a variable (`x = ...` / `x: T = ...`), the unit of a move."""
     return " = " in line and not line.lstrip().startswith(("#", "@", "def "))
 
 
 def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
-    """``fused_conv2d1`` before ``fused_conv2d10``: digit runs compare as numbers."""
+    """`fused_conv2d1` before `fused_conv2d10`: digit runs compare as numbers."""
     return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", name) if t)
 
 

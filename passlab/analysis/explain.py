@@ -1,14 +1,14 @@
 """Pass cards: what a pass does, why the compiler needs it and what to look for in its diff.
 
 Every pass of TVM 0.27's default pipelines (llvm, both variants; cuda; c; Relax and TIR)
-has a card written for passlab in ``cards.toml`` beside this module. A pass without one
+has a card written for passlab in `cards.toml` beside this module. A pass without one
 falls back to its TVM docstring; a user pass is explained by its own docstring.
 
-Two results, two questions: :func:`explain` answers "what does this pass do?" with a
-:class:`Card` (about the pass in general; no build needed), and
-:meth:`passlab.Step.explain` answers "what did this pass do here?" with an
-:class:`~passlab.analysis.Explanation` (one recorded step: a sentence with this build's
-numbers, and the pass's card as ``.card``; see :mod:`passlab.analysis._explain_steps`).
+Two results, two questions: `explain` answers "what does this pass do?" with a
+`Card` (about the pass in general; no build needed), and
+`passlab.Step.explain` answers "what did this pass do here?" with an
+`Explanation` (one recorded step: a sentence with this build's
+numbers, and the pass's card as `.card`; see `passlab.analysis._explain_steps`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ _FIELDS = {"summary", "details", "stage", "see_also", "doc", "snippet"}
 class Card(_render.Displayable):
     """What one pass does, for a reader who has never heard of it.
 
-    ``source`` is "passlab" (a card written for passlab), "tvm-docstring" (a TVM pass
+    `source` is "passlab" (a card written for passlab), "tvm-docstring" (a TVM pass
     passlab has no card for: its docstring) or "user" (a user pass: its own docstring).
-    ``doc`` names the TVM API page of the pass (``tvm.relax.transform.FuseOps``);
-    ``snippet`` is a small before/after fragment of TVMScript written as a diff.
+    `doc` names the TVM API page of the pass (`tvm.relax.transform.FuseOps`);
+    `snippet` is a small before/after fragment of TVMScript written as a diff.
     """
 
     name: str
@@ -116,11 +116,11 @@ def _from_docstring(name: str, doc: str, source: str, path: str = "") -> Card:
 
 
 def explain(what: Any) -> Card:
-    """The card of a pass: by name (``"FuseOps"``, ``"tirx.LowerIntrin"``, ``"FuseOps#1"``),
-    a TVM pass object, or a user pass (a function ``IRModule -> IRModule``).
+    """The card of a pass: by name (`"FuseOps"`, `"tirx.LowerIntrin"`, `"FuseOps#1"`),
+    a TVM pass object, or a user pass (a function `IRModule -> IRModule`).
 
     A card says what the pass does in general. What one recorded run of it did is
-    ``step.explain()``, an :class:`~passlab.analysis.Explanation` whose ``.card`` is
+    `step.explain()`, an `Explanation` whose `.card` is
     this card.
 
     Parameters
@@ -132,13 +132,13 @@ def explain(what: Any) -> Card:
     Returns
     -------
     Card
-        With ``name``, ``summary``, ``details``, ``stage``, ``see_also``, ``doc``,
-        ``snippet`` and ``source`` ("passlab", "tvm-docstring" or "user").
+        With `name`, `summary`, `details`, `stage`, `see_also`, `doc`,
+        `snippet` and `source` ("passlab", "tvm-docstring" or "user").
 
     Raises
     ------
     UnknownNameError
-        When ``what`` is a name that is neither a card nor a TVM pass.
+        When `what` is a name that is neither a card nor a TVM pass.
 
     Examples
     --------
@@ -173,7 +173,7 @@ def _by_name(name: str) -> Card:
 
 
 def card_summary(name: str) -> str:
-    """The one-sentence summary of the pass ``name`` ("" when nothing is known)."""
+    """The one-sentence summary of the pass `name` ("" when nothing is known)."""
     try:
         return _by_name(name).summary
     except Exception:  # a user pass or an unknown name: an empty cell, not an error

@@ -1,13 +1,13 @@
 """The fused operator graph of a Relax function: which kernels run, what they contain,
 and which tensors flow between them.
 
-This module holds the data (:class:`Node`, :class:`Edge`, :class:`Cluster`,
-:class:`FusedGraph`) and :func:`fused_graph`, which turns a walk of the function
-(:class:`passlab._tvm.walk.Walker`) into nodes and edges; :func:`kernel_flops` gives
+This module holds the data (`Node`, `Edge`, `Cluster`,
+`FusedGraph`) and `fused_graph`, which turns a walk of the function
+(`passlab._tvm.walk.Walker`) into nodes and edges; `kernel_flops` gives
 TVM's FLOP estimate of each kernel. Drawing (DOT, text, HTML) lives in
-:mod:`passlab.analysis._graph_render`; ``region=`` and ``collapse=`` in
-:mod:`passlab.analysis._graph_focus`; Model Explorer JSON in
-:mod:`passlab.analysis._graph_export`.
+`passlab.analysis._graph_render`; `region=` and `collapse=` in
+`passlab.analysis._graph_focus`; Model Explorer JSON in
+`passlab.analysis._graph_export`.
 
 Examples
 --------
@@ -43,15 +43,15 @@ __all__ = ["fused_graph", "FusedGraph", "Node", "Edge", "Cluster", "Group", "ker
 class Node:
     """One node: a parameter, an operator/kernel call, a fused call or the output.
 
-    ``kind`` is one of ``input``, ``weight``, ``constant``, ``output`` (data) or ``op``
-    (Relax operator), ``kernel`` (one PrimFunc), ``fused`` (a fused function or fused
-    PrimFunc), ``composite`` (a pattern-matched partition), ``call`` (any other call),
-    ``alloc`` or ``repeat`` (identical blocks folded by ``collapse=True``).
-    ``params`` names the parameter nodes folded into this one by ``params="collapse"``
-    (weights, constants and calls that only transform them) and ``param_bytes`` their
-    bytes (None when a size is symbolic). ``source`` names the source model's nodes a
+    `kind` is one of `input`, `weight`, `constant`, `output` (data) or `op`
+    (Relax operator), `kernel` (one PrimFunc), `fused` (a fused function or fused
+    PrimFunc), `composite` (a pattern-matched partition), `call` (any other call),
+    `alloc` or `repeat` (identical blocks folded by `collapse=True`).
+    `params` names the parameter nodes folded into this one by `params="collapse"`
+    (weights, constants and calls that only transform them) and `param_bytes` their
+    bytes (None when a size is symbolic). `source` names the source model's nodes a
     call runs (ONNX node names, PyTorch module paths; set by
-    :meth:`FusedGraph.with_sources`), which group calls into :attr:`FusedGraph.groups`.
+    `FusedGraph.with_sources`), which group calls into `FusedGraph.groups`.
     """
 
     id: str
@@ -68,13 +68,13 @@ class Node:
 
     @property
     def pattern_name(self) -> str:
-        """TVM's name for :attr:`pattern` (``injective``, ``out-elemwise-fusable``...)."""
+        """TVM's name for `pattern` (`injective`, `out-elemwise-fusable`...)."""
         return _ir.pattern_name(self.pattern)
 
 
 @dataclass(frozen=True)
 class Edge:
-    """A tensor flowing from node ``src`` to node ``dst``."""
+    """A tensor flowing from node `src` to node `dst`."""
 
     src: str
     dst: str
@@ -95,9 +95,9 @@ class Edge:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A partitioned function (``Codegen`` attribute, kind ``codegen``) whose calls are
-    drawn together, or an opened source group (kind ``source``, id ``group:<path>``:
-    see :func:`passlab.analysis._graph_groups.fold`)."""
+    """A partitioned function (`Codegen` attribute, kind `codegen`) whose calls are
+    drawn together, or an opened source group (kind `source`, id `group:<path>`:
+    see `passlab.analysis._graph_groups.fold`)."""
 
     id: str
     label: str
@@ -107,12 +107,12 @@ class Cluster:
 
 @dataclass(frozen=True)
 class FusedGraph(NamedSequence[Node], _render.Displayable):
-    """Immutable operator graph of one Relax function (see :func:`fused_graph`).
+    """Immutable operator graph of one Relax function (see `fused_graph`).
 
-    Behaves like a sequence of :class:`Node`: ``len``, iteration, indexing by position or
-    by node id. ``groups`` are the calls grouped by the source model's node paths
-    (:meth:`with_sources`), outermost first; drawings show each group closed, as one
-    box, unless ``opened`` names it.
+    Behaves like a sequence of `Node`: `len`, iteration, indexing by position or
+    by node id. `groups` are the calls grouped by the source model's node paths
+    (`with_sources`), outermost first; drawings show each group closed, as one
+    box, unless `opened` names it.
     """
 
     function: str
@@ -143,20 +143,20 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
                 f"edges={len(self.edges)})")
 
     def inputs_of(self, node_id: str) -> tuple[Edge, ...]:
-        """Edges entering ``node_id``, in argument order."""
+        """Edges entering `node_id`, in argument order."""
         return tuple(e for e in self.edges if e.dst == node_id)
 
     def outputs_of(self, node_id: str) -> tuple[Edge, ...]:
-        """Edges leaving ``node_id``."""
+        """Edges leaving `node_id`."""
         return tuple(e for e in self.edges if e.src == node_id)
 
     def with_sources(self, sources: Any, step: Any = None) -> FusedGraph:
         """This graph with its calls grouped by the source model's node paths, as Model
-        Explorer groups by namespace: ``sources`` is the trace's
-        :func:`~passlab.analysis.provenance.provenance` and ``step`` the recorded step
-        this graph was drawn from (default: the trace's last), or ``sources`` is a
+        Explorer groups by namespace: `sources` is the trace's
+        `provenance` and `step` the recorded step
+        this graph was drawn from (default: the trace's last), or `sources` is a
         mapping node id -> source names. A group is a path shared by two or more calls
-        or subgroups (``/layer1``, ``/layer1/layer1.0`` on an ONNX ResNet; ``layer1.0``
+        or subgroups (`/layer1`, `/layer1/layer1.0` on an ONNX ResNet; `layer1.0`
         on a torchvision one).
 
         Examples
@@ -171,20 +171,20 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         return _graph_groups.with_groups(self, found)
 
     def group(self, node_id: str) -> str | None:
-        """The innermost group holding node ``node_id`` (its id), or None."""
+        """The innermost group holding node `node_id` (its id), or None."""
         return _graph_groups.group_of(self, node_id)
 
     # ------------------------------------------------------------------ rendering
     def to_dot(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
         """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
-        ``overlay="bytes"`` colours kernels by bytes in+out and edges by tensor bytes;
-        ``overlay="flops"`` colours kernels by TVM's FLOP estimate (:func:`kernel_flops`
+        `overlay="bytes"` colours kernels by bytes in+out and edges by tensor bytes;
+        `overlay="flops"` colours kernels by TVM's FLOP estimate (`kernel_flops`
         over the module the graph was drawn from), on a viridis ramp, log scale;
-        ``overlay="time"`` by their time per run in ``profile`` (a
-        :class:`~passlab.research.profile.Profile`: ``build.profile()``; see
-        :func:`kernel_times`), on the same ramp. Each group not in ``opened`` (group ids)
-        is one node (``group:<id>``), each opened one a cluster (``cluster_group:<id>``).
+        `overlay="time"` by their time per run in `profile` (a
+        `Profile`: `build.profile()`; see
+        `kernel_times`), on the same ramp. Each group not in `opened` (group ids)
+        is one node (`group:<id>`), each opened one a cluster (`cluster_group:<id>`).
 
         Examples
         --------
@@ -202,8 +202,8 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
 
     def to_svg(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
-        """Lay the graph out as SVG with Graphviz's ``dot`` or the pip-installable
-        ``graphviz-pure`` (``RuntimeError`` naming what to install when neither exists)."""
+        """Lay the graph out as SVG with Graphviz's `dot` or the pip-installable
+        `graphviz-pure` (`RuntimeError` naming what to install when neither exists)."""
         return _render.dot_to_svg(self.to_dot(overlay, opened, profile=profile))
 
     def to_text(self) -> str:
@@ -216,9 +216,9 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         return _graph_render.to_html(self, overlay_by=overlay)
 
     def to_model_explorer(self, graph_id: str | None = None) -> dict[str, Any]:
-        """This graph in Google Model Explorer's JSON graph format (one ``Graph``: ``id``,
-        ``nodes`` with ``namespace``, ``attrs``, ``incomingEdges`` and
-        ``outputsMetadata``). :func:`passlab.to_model_explorer` writes a file of them.
+        """This graph in Google Model Explorer's JSON graph format (one `Graph`: `id`,
+        `nodes` with `namespace`, `attrs`, `incomingEdges` and
+        `outputsMetadata`). `passlab.to_model_explorer` writes a file of them.
 
         Examples
         --------
@@ -230,7 +230,7 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
         return _graph_export.to_model_explorer(self, graph_id)
 
     def to_dataframe(self, table: str = "nodes") -> Any:
-        """The nodes (``table="nodes"``) or edges (``"edges"``) as a pandas DataFrame."""
+        """The nodes (`table="nodes"`) or edges (`"edges"`) as a pandas DataFrame."""
         import pandas as pd
 
         if table == "edges":
@@ -257,34 +257,34 @@ def fused_graph(
     Parameters
     ----------
     x : tvm.IRModule or Step
-        The module, or a recorded step (its ``.after`` module; its ``.before`` module, if
-        any, is used like ``before=``).
+        The module, or a recorded step (its `.after` module; its `.before` module, if
+        any, is used like `before=`).
     function : str, optional
-        Relax function to draw; default the entry (``num_input`` attribute, ``main`` or
-        ``forward``).
+        Relax function to draw; default the entry (`num_input` attribute, `main` or
+        `forward`).
     before : tvm.IRModule, optional
-        A module from before ``FuseTIR``: its ``Primitive`` functions name the ops inside
-        each ``fused_*`` PrimFunc. Without it they are recovered from the kernel's name.
+        A module from before `FuseTIR`: its `Primitive` functions name the ops inside
+        each `fused_*` PrimFunc. Without it they are recovered from the kernel's name.
     region : str or (int, int), optional
         Keep only the calls whose label, ops or id contain this text, or whose binding
-        index is in ``[start, stop)``, with the parameters and output they touch.
+        index is in `[start, stop)`, with the parameters and output they touch.
     collapse : bool
         Fold runs of identical blocks (same kernels, shapes and dtypes: e.g. transformer
-        layers) into one ``repeat`` node after the first block.
+        layers) into one `repeat` node after the first block.
     params : {"collapse", "show", "hide"}
-        Weights and parameter plumbing (bound constants, parameters after ``num_input``,
-        and calls that only transform them, like a bias ``reshape``): ``"collapse"``
-        (default) removes them and notes them on their consumers (:attr:`Node.params`),
-        ``"hide"`` removes them, ``"show"`` draws them.
+        Weights and parameter plumbing (bound constants, parameters after `num_input`,
+        and calls that only transform them, like a bias `reshape`): `"collapse"`
+        (default) removes them and notes them on their consumers (`Node.params`),
+        `"hide"` removes them, `"show"` draws them.
     inputs : sequence of str, optional
         Names of the real inputs, for models that do not say (an ONNX file whose weights
-        are graph inputs makes ``num_input`` cover everything): the other parameters are
+        are graph inputs makes `num_input` cover everything): the other parameters are
         weights.
     max_nodes : int or None
         Renderings (DOT, text, HTML) show at most this many nodes, with a "shown N of M
-        nodes" note; :attr:`FusedGraph.nodes` always holds every node (of the region).
+        nodes" note; `FusedGraph.nodes` always holds every node (of the region).
     bounds : mapping of str to int, optional
-        Values for symbolic dimensions, so that edges of shape ``(1, n, 64)`` get bytes.
+        Values for symbolic dimensions, so that edges of shape `(1, n, 64)` get bytes.
 
     Returns
     -------
@@ -346,7 +346,7 @@ def _from_walk(w: _ir.Walk, max_nodes: int | None) -> FusedGraph:
         return nid
 
     def source(v: _ir.Value) -> str:
-        """Node id producing ``v``, creating parameter/constant/alloc nodes on first use."""
+        """Node id producing `v`, creating parameter/constant/alloc nodes on first use."""
         while v.view_of is not None and v.producer is None:
             v = v.view_of
         if v.producer is not None:
@@ -390,7 +390,7 @@ def _from_walk(w: _ir.Walk, max_nodes: int | None) -> FusedGraph:
 
 
 def kernel_flops(module: Any, graph: FusedGraph) -> dict[str, float | None]:
-    """TVM's FLOP estimate of each call of ``graph`` (drawn from ``module``), by node id:
+    """TVM's FLOP estimate of each call of `graph` (drawn from `module`), by node id:
     its PrimFunc's, or the sum over the PrimFuncs a fused Relax function calls (FuseOps
     to FuseTIR); None where nothing is known (an operator before LegalizeOps, a copy).
     Data nodes (inputs, weights, constants, outputs) are left out."""
@@ -415,8 +415,8 @@ def kernel_flops(module: Any, graph: FusedGraph) -> dict[str, float | None]:
 
 
 def kernel_times(graph: FusedGraph, profile: Any) -> dict[str, float | None] | None:
-    """Each call of ``graph``, by node id: its kernel's time per run in ``profile`` (a
-    :class:`~passlab.research.profile.Profile`: ``total_s``, all the kernel's calls
+    """Each call of `graph`, by node id: its kernel's time per run in `profile` (a
+    `Profile`: `total_s`, all the kernel's calls
     together, as the Profile pane lists it), None for a call whose kernel the run did not
     time (an operator before LegalizeOps, a kernel the VM never called). Data nodes are
     left out; None without a profile.
@@ -439,8 +439,8 @@ def kernel_times(graph: FusedGraph, profile: Any) -> dict[str, float | None] | N
 
 
 def marked_against(trace: Any, step: Any) -> Any:
-    """The step whose graph the graph after ``step`` is marked against (see
-    :func:`graph_changes`): the last main-chain pass before it whose output has a Relax
+    """The step whose graph the graph after `step` is marked against (see
+    `graph_changes`): the last main-chain pass before it whose output has a Relax
     function, or None."""
     for s in reversed([s for s in trace if s.index < step.index]):
         if s.on_main_chain and not s.failed and _tvm.has_relax_function(s.after):
@@ -456,13 +456,13 @@ def _signature(g: FusedGraph, n: Node) -> tuple:
 
 def graph_changes(before: FusedGraph, after: FusedGraph,
                   rewritten: Collection[str] = frozenset()) -> tuple[dict[str, str], list[str]]:
-    """What changed from graph ``before`` to graph ``after``: ``({node id: "new" or
-    "rewritten"}, [removed calls as "id (label)"])``, the change marks the graph pane and
+    """What changed from graph `before` to graph `after`: `({node id: "new" or
+    "rewritten"}, [removed calls as "id (label)"])`, the change marks the graph pane and
     the report draw.
 
     A call is matched by node id, else by kernel name (a variable renamed by a pass, as
-    FuseTIR turns ``lv1`` into ``gv``). A matched call is rewritten when its kind, kernel,
-    ops or tensor shapes differ, or its kernel's name is in ``rewritten`` (the functions
+    FuseTIR turns `lv1` into `gv`). A matched call is rewritten when its kind, kernel,
+    ops or tensor shapes differ, or its kernel's name is in `rewritten` (the functions
     the step modified). Data nodes (inputs, weights, output) are never marked.
 
     Examples

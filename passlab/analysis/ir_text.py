@@ -1,10 +1,10 @@
 """The TVMScript text of a module's functions, as every face shows it (the Explorer's
 kernel panel, the report's generated-code section, the diffs of both).
 
-Views format what this returns; they do not print IR themselves (``tests/test_architecture.py``
-checks that no module under ``passlab/views/`` imports :mod:`passlab._tvm.printing` or the
+Views format what this returns; they do not print IR themselves (`tests/test_architecture.py`
+checks that no module under `passlab/views/` imports `passlab._tvm.printing` or the
 IR walkers). Printing is lazy, per function, and cached by object identity
-(:mod:`passlab._tvm.printing`), so a function shown by two faces is printed once.
+(`passlab._tvm.printing`), so a function shown by two faces is printed once.
 
 Examples
 --------
@@ -28,13 +28,13 @@ __all__ = ["function_text", "function_source", "prefetch", "clear_caches"]
 
 
 def function_text(func: Any, name: str) -> str:
-    """TVMScript of one module function as ``def name(...)``, without import headers."""
+    """TVMScript of one module function as `def name(...)`, without import headers."""
     return printing.function_text(func, name)
 
 
 def function_source(module: Any, name: str) -> tuple[str, str] | None:
-    """``(kind, text)`` of the global function ``name`` of ``module``: kind ``"TIR"`` for
-    a PrimFunc, ``"Relax"`` for a Relax function (else the class name, titled); None when
+    """`(kind, text)` of the global function `name` of `module`: kind `"TIR"` for
+    a PrimFunc, `"Relax"` for a Relax function (else the class name, titled); None when
     the module has no function of that name."""
     func = _tvm.functions(module).get(name) if module is not None else None
     if func is None:
@@ -45,7 +45,7 @@ def function_source(module: Any, name: str) -> tuple[str, str] | None:
 
 def prefetch(diffs: Iterable[Any], max_functions: int | None = None) -> int:
     """Print, in parallel threads, every function that these
-    :class:`~passlab.analysis.diff.ModuleDiff` objects show with ``max_functions`` (None:
+    `ModuleDiff` objects show with `max_functions` (None:
     all), so that rendering them afterwards hits the cache. Returns how many were printed."""
     return printing.prefetch(job for d in diffs for job in d.print_jobs(max_functions))
 

@@ -1,26 +1,26 @@
 """What a backend takes: offloaded regions, coverage and host/accelerator traffic of a
 partitioned Relax function.
 
-:func:`partitions` reads a snapshot after partitioning (``Codegen`` functions made by
-``MergeCompositeFunctions``, or ``Composite`` functions called directly) and reports:
+`partitions` reads a snapshot after partitioning (`Codegen` functions made by
+`MergeCompositeFunctions`, or `Composite` functions called directly) and reports:
 
 * every operator call, on the host or in a region, with estimated FLOPs and bytes;
-* each offloaded region (one ``Codegen`` function call): its composites, its operators,
+* each offloaded region (one `Codegen` function call): its composites, its operators,
   its inputs and outputs;
 * the tensors that cross between host and accelerator, with their bytes;
 * coverage per backend: share of operators, of FLOPs and of bytes it takes.
 
-Estimates (per operator call): ``matmul`` 2·out·K (K the first input's last dimension);
-``conv1d/2d/3d`` 2·out·(weight elements / output channels); ``conv*_transpose``
+Estimates (per operator call): `matmul` 2·out·K (K the first input's last dimension);
+`conv1d/2d/3d` 2·out·(weight elements / output channels); `conv*_transpose`
 2·in·(weight elements / input channels); layout and view operators (reshape,
 permute_dims, ...) 0; every other operator one FLOP per output element. Bytes: every
 tensor read plus every tensor written. Sizes with symbolic dimensions count only when
-``bounds`` gives their values.
+`bounds` gives their values.
 
-This module holds the entry points, :func:`partitions` and :func:`compare_backends` (with
-its :class:`BackendComparison`). The result types and their text/HTML/DataFrame forms live
-in :mod:`passlab.analysis._partitions_report`; reading the IR and the estimates in
-:mod:`passlab.analysis._partitions_scan`.
+This module holds the entry points, `partitions` and `compare_backends` (with
+its `BackendComparison`). The result types and their text/HTML/DataFrame forms live
+in `passlab.analysis._partitions_report`; reading the IR and the estimates in
+`passlab.analysis._partitions_scan`.
 
 Examples
 --------
@@ -67,9 +67,9 @@ def partitions(x: Any, function: str | None = None, *,
     Parameters
     ----------
     x : tvm.IRModule, Step, Trace or Build
-        A partitioned module, or a recorded step (its ``after`` module). A Trace (or a
+        A partitioned module, or a recorded step (its `after` module). A Trace (or a
         Build's trace) is read at the last step of its main chain that has offloaded
-        regions (after the ``after_partition`` passes, before a host fallback).
+        regions (after the `after_partition` passes, before a host fallback).
     function : str, optional
         The Relax function; default the entry.
     bounds : mapping of str to int, optional
@@ -113,7 +113,7 @@ def _snapshot(x: Any) -> Any:
 class BackendComparison(NamedSequence[Any], _render.Displayable):
     """Partition reports of one model under several backends, side by side.
 
-    Behaves like a sequence of ``(backend name, PartitionReport)``; ``cmp["tensorrt"]``
+    Behaves like a sequence of `(backend name, PartitionReport)`; `cmp["tensorrt"]`
     is one report.
     """
 
@@ -175,7 +175,7 @@ class BackendComparison(NamedSequence[Any], _render.Displayable):
                 + _render.html_table(header, rows, caption="Operators taken"))
 
     def to_dataframe(self, table: str = "coverage") -> Any:
-        """``table``: "coverage" (one row per backend) or "ops" (one row per op type)."""
+        """`table`: "coverage" (one row per backend) or "ops" (one row per op type)."""
         import pandas as pd
 
         if table == "coverage":
@@ -195,15 +195,15 @@ class BackendComparison(NamedSequence[Any], _render.Displayable):
 def compare_backends(model: Any, backends: Sequence[Any], target: Any = "llvm", *,
                      function: str | None = None,
                      bounds: Mapping[str, int] | None = None) -> BackendComparison:
-    """Partition ``model`` with each backend (by :func:`passlab.backend.preview`, so
-    each backend's ``before_partition``/``after_partition`` passes run) and compare.
+    """Partition `model` with each backend (by `passlab.backend.preview`, so
+    each backend's `before_partition`/`after_partition` passes run) and compare.
 
     Parameters
     ----------
     model
         An IRModule, TVMScript or built-in model name.
     backends
-        :class:`passlab.backend.Backend` objects or names of registered pattern sets.
+        `passlab.backend.Backend` objects or names of registered pattern sets.
 
     Examples
     --------

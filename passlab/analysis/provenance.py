@@ -1,9 +1,9 @@
 """Provenance: which kernels each operator call of the input ended up in, and back.
 
 The recorded main chain is followed step by step. Each operator call of the input's entry
-function (a binding such as ``conv2d1 = R.nn.conv2d(...)``) is tracked by where its
-binding lives: LegalizeOps turns the call into ``R.call_tir(kernel, ...)`` (the binding
-keeps its name); FuseOps moves bindings into ``Primitive`` Relax functions (names kept,
+function (a binding such as `conv2d1 = R.nn.conv2d(...)`) is tracked by where its
+binding lives: LegalizeOps turns the call into `R.call_tir(kernel, ...)` (the binding
+keeps its name); FuseOps moves bindings into `Primitive` Relax functions (names kept,
 except a group's output, which is matched by the kernel it calls, in program order);
 FuseTIR turns such a function into a PrimFunc of the same name; later passes keep kernel
 names, so the names reach codegen. An operator whose binding vanishes otherwise is
@@ -39,15 +39,15 @@ __all__ = ["provenance", "Provenance", "OpOrigin"]
 class OpOrigin:
     """One operator call of the input and what became of it.
 
-    ``op`` is the binding name in the input's entry function (``conv2d1``), ``operator``
-    the Relax operator (``nn.conv2d``), ``kernels`` the kernels it ended up in (empty when
-    it is gone), ``fate`` one of ``"kernel"``, ``"builtin"`` (a runtime function such as
-    ``vm.builtin.reshape``), ``"unfused"`` (still a call in the entry function: e.g. a
-    pipeline without LegalizeOps), ``"folded"`` or ``"removed"``,
-    ``note`` says why (``"folded by FoldConstant"``), ``history`` lists
-    ``(step label, event)`` pairs, and ``source`` the names of the source model's nodes
-    the binding came from (ONNX node names such as ``/layer1/layer1.0/conv1/Conv``, or
-    PyTorch module paths, when :func:`passlab.load` imported the model; else empty).
+    `op` is the binding name in the input's entry function (`conv2d1`), `operator`
+    the Relax operator (`nn.conv2d`), `kernels` the kernels it ended up in (empty when
+    it is gone), `fate` one of `"kernel"`, `"builtin"` (a runtime function such as
+    `vm.builtin.reshape`), `"unfused"` (still a call in the entry function: e.g. a
+    pipeline without LegalizeOps), `"folded"` or `"removed"`,
+    `note` says why (`"folded by FoldConstant"`), `history` lists
+    `(step label, event)` pairs, and `source` the names of the source model's nodes
+    the binding came from (ONNX node names such as `/layer1/layer1.0/conv1/Conv`, or
+    PyTorch module paths, when `passlab.load` imported the model; else empty).
     """
 
     op: str
@@ -62,7 +62,7 @@ class OpOrigin:
 @dataclass(frozen=True, eq=False)
 class Provenance(NamedSequence[OpOrigin], Displayable):
     """Operator calls of the input and the kernels they ended up in (see
-    :func:`provenance`); a sequence of :class:`OpOrigin`, indexed by position or op name."""
+    `provenance`); a sequence of `OpOrigin`, indexed by position or op name."""
 
     function: str
     ops: tuple[OpOrigin, ...]
@@ -92,20 +92,20 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
     @property
     def kernels(self) -> tuple[str, ...]:
         """Every kernel that holds an operator of the input, in order of first use
-        (runtime functions such as ``vm.builtin.reshape``, fate ``"builtin"``, are not
-        kernels: :attr:`builtins` lists them)."""
+        (runtime functions such as `vm.builtin.reshape`, fate `"builtin"`, are not
+        kernels: `builtins` lists them)."""
         return tuple(dict.fromkeys(k for o in self.ops if o.fate != "builtin"
                                    for k in o.kernels))
 
     @property
     def builtins(self) -> tuple[str, ...]:
-        """The runtime functions operator calls of the input became (``vm.builtin.reshape``)."""
+        """The runtime functions operator calls of the input became (`vm.builtin.reshape`)."""
         return tuple(dict.fromkeys(k for o in self.ops if o.fate == "builtin"
                                    for k in o.kernels))
 
     def kernels_of(self, op: str) -> tuple[str, ...]:
-        """The kernels the operator call ``op`` (a binding name, or a source node name or
-        a parent path of some: see :meth:`by_source`) ended up in."""
+        """The kernels the operator call `op` (a binding name, or a source node name or
+        a parent path of some: see `by_source`) ended up in."""
         if op in self._index or not self.sources:
             return self[op].kernels
         return tuple(dict.fromkeys(k for o in self.by_source(op) for k in o.kernels))
@@ -116,9 +116,9 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
         return tuple(dict.fromkeys(s for o in self.ops for s in o.source))
 
     def by_source(self, name: str) -> tuple[OpOrigin, ...]:
-        """The operator calls that came from the source model's node ``name`` (an ONNX
+        """The operator calls that came from the source model's node `name` (an ONNX
         node name, a PyTorch module path) or from anywhere below it: a parent path
-        (``layer1.0``, ``/layer1/layer1.0``) matches its whole subtree, a container with
+        (`layer1.0`, `/layer1/layer1.0`) matches its whole subtree, a container with
         no operator of its own included. In program order."""
         found = tuple(o for o in self.ops if any(_below(s, name) for s in o.source))
         if not found:
@@ -182,7 +182,7 @@ class Provenance(NamedSequence[OpOrigin], Displayable):
                                   classes=[o.fate for o in self.ops], caption=head)
 
     def to_dataframe(self) -> Any:
-        """One row per operator call of the input (a ``source`` column when the input
+        """One row per operator call of the input (a `source` column when the input
         carries source node names)."""
         import pandas as pd
 
@@ -199,7 +199,7 @@ _PATH_SEPS = "./"
 
 
 def _below(source: str, name: str) -> bool:
-    """Whether source node ``source`` is ``name`` or lies in its subtree."""
+    """Whether source node `source` is `name` or lies in its subtree."""
     if not name or not source.startswith(name):
         return False
     return (len(source) == len(name) or name[-1] in _PATH_SEPS
@@ -207,8 +207,8 @@ def _below(source: str, name: str) -> bool:
 
 
 def _with_parents(sources: tuple[str, ...]) -> tuple[str, ...]:
-    """``sources`` and every parent path of theirs (``layer1.0`` and ``layer1`` of
-    ``layer1.0.conv1``), in order of first appearance: what a lookup may name."""
+    """`sources` and every parent path of theirs (`layer1.0` and `layer1` of
+    `layer1.0.conv1`), in order of first appearance: what a lookup may name."""
     out: dict[str, None] = {}
     for s in sources:
         cut = [i for i, c in enumerate(s) if c in _PATH_SEPS and i > 0]
@@ -251,8 +251,8 @@ def _input_ops(mod: Any, entry: str) -> list[tuple[str, str]]:
 
 
 def input_module(trace: Any) -> Any:
-    """The module a trace started from (``trace.input``, else the first pass's input);
-    ``ValueError`` when the trace recorded no pass."""
+    """The module a trace started from (`trace.input`, else the first pass's input);
+    `ValueError` when the trace recorded no pass."""
     trace = getattr(trace, "trace", trace)
     if getattr(trace, "input", None) is not None:
         return trace.input
@@ -274,7 +274,7 @@ def provenance(trace: Any) -> Provenance:
     Returns
     -------
     Provenance
-        ``.kernels_of(op)``, ``.ops_of(kernel)``, one :class:`OpOrigin` per operator call.
+        `.kernels_of(op)`, `.ops_of(kernel)`, one `OpOrigin` per operator call.
 
     Examples
     --------
@@ -346,7 +346,7 @@ def _provenance(trace: Any) -> Provenance:
 
 
 def _uncalled(mod: Any, ops: list[OpOrigin]) -> tuple[str, ...]:
-    """The PrimFuncs of ``mod`` that no Relax function calls and no operator runs in."""
+    """The PrimFuncs of `mod` that no Relax function calls and no operator runs in."""
     funcs = _tvm.functions(mod)
     called = {c for f in funcs.values() for c in _tvm.called_functions(f)}
     running = {k for o in ops for k in o.kernels}
@@ -357,8 +357,8 @@ def _uncalled(mod: Any, ops: list[OpOrigin]) -> tuple[str, ...]:
 def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entry: str,
              walked: dict[tuple[int, int], list[tuple[str, str, str]]] | None = None
              ) -> None:
-    """Follow every operator through ``step``. Each Relax function is walked once per
-    step at most, and once per trace while it stays the same object: ``walked`` keeps
+    """Follow every operator through `step`. Each Relax function is walked once per
+    step at most, and once per trace while it stays the same object: `walked` keeps
     its calls by (function object, which module functions are Relax), the two things a
     call's kind depends on."""
     mod = step.after
@@ -442,7 +442,7 @@ def _advance(step: Any, where: dict[str, _Where], history: dict[str, list], entr
 
 
 def _used_names(mod: Any, function: str | None) -> set[str]:
-    """Names of the variables that some binding or the result of ``function`` reads."""
+    """Names of the variables that some binding or the result of `function` reads."""
     if mod is None or function is None:
         return set()
     func = _tvm.functions(mod).get(function)

@@ -1,13 +1,13 @@
 """The per-pass table: one row per pass with what it changed and what it cost.
 
-``Trace.to_dataframe()`` gives the cheap columns (time, change sets, Relax bindings and
-PrimFunc counts before/after). :func:`pass_table` adds the ones that need printing or an
+`Trace.to_dataframe()` gives the cheap columns (time, change sets, Relax bindings and
+PrimFunc counts before/after). `pass_table` adds the ones that need printing or an
 analysis, computed once per distinct module: IR lines after the pass and the estimated
-peak of temporary memory (:func:`passlab.buffers`) where it can be computed. Its text and
+peak of temporary memory (`passlab.buffers`) where it can be computed. Its text and
 HTML forms hide passes that changed nothing by default, like Compiler Explorer's
 "hide inactive passes", except user passes: a user pass that changed nothing is listed,
-marked "no change". Passes are named by :attr:`Step.label` (``tirx.Filter#1`` for the
-second call of ``tirx.Filter``), as in every other view.
+marked "no change". Passes are named by `Step.label` (`tirx.Filter#1` for the
+second call of `tirx.Filter`), as in every other view.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ _EXTRA = ("label", "ir_lines", "peak_bytes", "peak_exact")
 
 @dataclass(frozen=True)
 class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
-    """Rows of the per-pass table (dicts with the columns of ``Trace.to_dataframe()``
-    plus ``label``, ``ir_lines``, ``peak_bytes`` and ``peak_exact``)."""
+    """Rows of the per-pass table (dicts with the columns of `Trace.to_dataframe()`
+    plus `label`, `ir_lines`, `peak_bytes` and `peak_exact`)."""
 
     rows: tuple[dict[str, Any], ...]
     title: str = ""
@@ -77,15 +77,15 @@ class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
         Parameters
         ----------
         column : str
-            ``"peak"`` (the liveness peak of temporaries, default), ``"ms"``,
-            ``"ir_lines"``, ``"bindings"``, ``"kernels"`` or any numeric column of
-            :meth:`to_dataframe`.
+            `"peak"` (the liveness peak of temporaries, default), `"ms"`,
+            `"ir_lines"`, `"bindings"`, `"kernels"` or any numeric column of
+            `to_dataframe`.
 
         Returns
         -------
         ColumnPlot
-            Displays as an inline SVG in notebooks; ``to_svg(mark=step_index)``,
-            ``to_text()``, ``moves()`` (the passes that changed the value).
+            Displays as an inline SVG in notebooks; `to_svg(mark=step_index)`,
+            `to_text()`, `moves()` (the passes that changed the value).
 
         Examples
         --------
@@ -109,11 +109,11 @@ class PassTable(NamedSequence[dict[str, Any]], _render.Displayable):
 
 def pass_table(trace: Trace, *, memory: bool = True, ir_lines: bool = True,
                all_steps: bool = False) -> PassTable:
-    """The per-pass table of ``trace`` (main-chain passes unless ``all_steps``).
+    """The per-pass table of `trace` (main-chain passes unless `all_steps`).
 
-    ``memory`` adds the liveness peak of temporaries after each Relax-level pass
-    (``peak_exact`` False when symbolic shapes make it a lower bound; None where no Relax
-    function is left); ``ir_lines`` the TVMScript lines of the module after the pass.
+    `memory` adds the liveness peak of temporaries after each Relax-level pass
+    (`peak_exact` False when symbolic shapes make it a lower bound; None where no Relax
+    function is left); `ir_lines` the TVMScript lines of the module after the pass.
     Both are computed once per distinct module.
 
     Examples

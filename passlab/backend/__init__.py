@@ -1,40 +1,40 @@
 """Bring your own backend: UMA-style accelerator backends as pipeline edits.
 
-A :class:`Backend` is a name, the patterns of the operators it takes, and passes to run
-at named phases of the pipeline, as UMA proposed for Relay (``UMAPartitioner`` with
-``_register_pattern`` and ``_register_relay_pass(phase, ...)``). :func:`apply_backend`
-(``Pipeline.with_backend``) turns it into ordinary user entries of a
-:class:`~passlab.Pipeline`, so that partitioning is recorded like any other pass:
+A `Backend` is a name, the patterns of the operators it takes, and passes to run
+at named phases of the pipeline, as UMA proposed for Relay (`UMAPartitioner` with
+`_register_pattern` and `_register_relay_pass(phase, ...)`). `apply_backend`
+(`Pipeline.with_backend`) turns it into ordinary user entries of a
+`Pipeline`, so that partitioning is recorded like any other pass:
 
 ==================  ======================================================================
 phase               where its passes run
 ==================  ======================================================================
-before_partition    just before partitioning (start of ``legalize``, before LegalizeOps)
-(partition)         ``partition_for_<name>``: FuseOpsByPattern + MergeCompositeFunctions
-after_partition     just after partitioning, on the ``Codegen`` functions
-(offload)           ``RunCodegen`` with a registered ``relax.ext.<name>`` codegen, else
-                    ``host_fallback_<name>`` (regions inlined back, compiled for the host)
-after_fusion        end of ``legalize``: after FuseOps/FuseTIR
-before_lowering     start of ``dataflow_lower``
+before_partition    just before partitioning (start of `legalize`, before LegalizeOps)
+(partition)         `partition_for_<name>`: FuseOpsByPattern + MergeCompositeFunctions
+after_partition     just after partitioning, on the `Codegen` functions
+(offload)           `RunCodegen` with a registered `relax.ext.<name>` codegen, else
+                    `host_fallback_<name>` (regions inlined back, compiled for the host)
+after_fusion        end of `legalize`: after FuseOps/FuseTIR
+before_lowering     start of `dataflow_lower`
 after_memory_plan   just after StaticPlanBlockMemory
-tir_before_lowering start of the TIR stage ``s_tir``: scheduled TIR, blocks not lowered yet
+tir_before_lowering start of the TIR stage `s_tir`: scheduled TIR, blocks not lowered yet
 tir_after_lowering  TIR lowered to flat loops and buffers, just before
-                    ``tirx.SplitHostDevice`` (end of ``tirx`` without it)
-codegen             source emitters, functions ``IRModule -> str`` run on the lowered TIR
+                    `tirx.SplitHostDevice` (end of `tirx` without it)
+codegen             source emitters, functions `IRModule -> str` run on the lowered TIR
                     module after TVM's code generators; their text is recorded in the
-                    trace's ``codegen`` step (``build.source("<backend name>")``)
+                    trace's `codegen` step (`build.source("<backend name>")`)
 ==================  ======================================================================
 
 Phases are positions in the pipeline: a pass there sees (and may change) the whole module.
-``preview`` records only the beginning (up to ``after_partition``), which is where a
+`preview` records only the beginning (up to `after_partition`), which is where a
 backend without a codegen can be inspected: TVM 0.27 can partition with no external
-codegen registered, but neither ``RunCodegen`` nor a CPU build can handle the partitioned
+codegen registered, but neither `RunCodegen` nor a CPU build can handle the partitioned
 module then.
 
-This module holds what a user touches: :class:`Backend`, :func:`apply_backend`,
-:func:`preview`, :func:`partition` and :func:`host_fallback`. Behind them:
-:mod:`passlab.backend.patterns` (resolving pattern items), :mod:`passlab.backend.passes`
-(the TVM transforms) and :mod:`passlab.backend.placement` (where the entries go).
+This module holds what a user touches: `Backend`, `apply_backend`,
+`preview`, `partition` and `host_fallback`. Behind them:
+`passlab.backend.patterns` (resolving pattern items), `passlab.backend.passes`
+(the TVM transforms) and `passlab.backend.placement` (where the entries go).
 
 Examples
 --------
@@ -86,36 +86,36 @@ class Backend(_render.Displayable):
     Parameters
     ----------
     name
-        The backend's name; it is also the ``Codegen`` attribute of the partitioned
-        functions and the codegen TVM looks for (``relax.ext.<name>``). No dots.
+        The backend's name; it is also the `Codegen` attribute of the partitioned
+        functions and the codegen TVM looks for (`relax.ext.<name>`). No dots.
     patterns
         What the backend takes, highest priority first. Each item is one of:
 
-        * ``(name, pattern)`` or ``(name, pattern, check)``: a ``tvm.relax.dpl``
-          pattern, and optionally ``check(ctx: PatternCheckContext) -> bool`` (a mapping
-          in third place is TVM's ``annotation_patterns``; 4-tuples are TVM's
-          ``(name, pattern, annotation_patterns, check)``);
-        * a ``tvm.relax.transform.FusionPattern`` (e.g. from
-          ``tvm.relax.backend.pattern_registry``);
-        * a string: a registered pattern set by prefix (``"tensorrt"``, ``"example_npu"``)
-          or one registered pattern by full name (``"example_npu.conv2d_relu_fused"``).
+        * `(name, pattern)` or `(name, pattern, check)`: a `tvm.relax.dpl`
+          pattern, and optionally `check(ctx: PatternCheckContext) -> bool` (a mapping
+          in third place is TVM's `annotation_patterns`; 4-tuples are TVM's
+          `(name, pattern, annotation_patterns, check)`);
+        * a `tvm.relax.transform.FusionPattern` (e.g. from
+          `tvm.relax.backend.pattern_registry`);
+        * a string: a registered pattern set by prefix (`"tensorrt"`, `"example_npu"`)
+          or one registered pattern by full name (`"example_npu.conv2d_relu_fused"`).
 
-        Pattern names get the backend's prefix (``"conv2d_relu"`` becomes
-        ``"npu.conv2d_relu"``, ``"example_npu.conv2d"`` becomes ``"npu.conv2d"``), since
-        TVM derives the codegen from it. Default: the patterns registered under ``name``.
+        Pattern names get the backend's prefix (`"conv2d_relu"` becomes
+        `"npu.conv2d_relu"`, `"example_npu.conv2d"` becomes `"npu.conv2d"`), since
+        TVM derives the codegen from it. Default: the patterns registered under `name`.
     passes
-        ``{phase: [pass, ...]}``; a pass is a TVM pass or a function
-        ``IRModule -> IRModule`` (TIR phases get the module of PrimFuncs). Phases:
-        :data:`PHASES`. ``"codegen"`` takes source emitters instead: functions
-        ``IRModule -> str`` whose text the build records next to TVM's generated code,
+        `{phase: [pass, ...]}`; a pass is a TVM pass or a function
+        `IRModule -> IRModule` (TIR phases get the module of PrimFuncs). Phases:
+        `PHASES`. `"codegen"` takes source emitters instead: functions
+        `IRModule -> str` whose text the build records next to TVM's generated code,
         under the backend's name.
     codegen
-        How a full build handles the partitioned regions: ``"external"`` runs TVM's
-        ``RunCodegen`` (needs a registered ``relax.ext.<name>``), ``"host"`` inlines the
+        How a full build handles the partitioned regions: `"external"` runs TVM's
+        `RunCodegen` (needs a registered `relax.ext.<name>`), `"host"` inlines the
         regions back so that TVM compiles them for the host (a simulation: the build
-        completes and outputs can be checked), ``"none"`` leaves them (TVM 0.27's CPU
-        build then fails in VMShapeLower), ``"auto"`` (default) is ``"external"`` when
-        the codegen is registered, else ``"host"``.
+        completes and outputs can be checked), `"none"` leaves them (TVM 0.27's CPU
+        build then fails in VMShapeLower), `"auto"` (default) is `"external"` when
+        the codegen is registered, else `"host"`.
 
     Examples
     --------
@@ -151,7 +151,7 @@ class Backend(_render.Displayable):
 
     # ------------------------------------------------------------------ patterns
     def fusion_patterns(self) -> list[Any]:
-        """The patterns as TVM ``FusionPattern`` objects, named ``<name>.<pattern>``,
+        """The patterns as TVM `FusionPattern` objects, named `<name>.<pattern>`,
         highest priority first."""
         if not self.patterns:
             try:
@@ -169,23 +169,23 @@ class Backend(_render.Displayable):
         return tuple(p.name for p in self.fusion_patterns())
 
     def phase(self, name: str) -> tuple[Any, ...]:
-        """The passes of phase ``name`` (empty when none)."""
+        """The passes of phase `name` (empty when none)."""
         if name not in PHASES:
             raise unknown("phase", name, PHASES)
         return dict(self.passes).get(name, ())
 
     # ------------------------------------------------------------------- running
     def partition(self, mod: Any) -> Any:
-        """``mod`` partitioned by this backend's patterns (no phase passes)."""
+        """`mod` partitioned by this backend's patterns (no phase passes)."""
         return partition(mod, self)
 
     def preview(self, model: Any, target: Any = "llvm", pipeline: Pipeline | None = None):
-        """Record the pipeline up to partitioning and the ``after_partition`` passes;
-        see :func:`preview`."""
+        """Record the pipeline up to partitioning and the `after_partition` passes;
+        see `preview`."""
         return preview(model, self, target, pipeline=pipeline)
 
     def codegen_registered(self) -> bool:
-        """True when TVM has an external codegen ``relax.ext.<name>``."""
+        """True when TVM has an external codegen `relax.ext.<name>`."""
         return _tvm.tvm().get_global_func(f"relax.ext.{self.name}", allow_missing=True) is not None
 
     # ---------------------------------------------------------------------- views
@@ -255,24 +255,24 @@ def as_backend(backend: Any) -> Backend:
 
 
 def partition(mod: Any, backend: Backend | str, merge: bool = True) -> Any:
-    """Partition ``mod`` by ``backend``'s patterns, as ``partition_for_<name>`` does.
+    """Partition `mod` by `backend`'s patterns, as `partition_for_<name>` does.
 
-    ``FuseOpsByPattern`` groups each match into a ``Composite`` function, then
-    ``MergeCompositeFunctions`` merges neighbouring ones into ``Codegen`` functions (the
-    offloaded regions). With ``merge=False`` each match becomes its own region
-    (``annotate_codegen=True``). Weights stay arguments of the regions
-    (``bind_constants=False``), so they show as traffic. Only the entry function is
-    partitioned; modules whose entry is ``forward`` are handled (see
-    :func:`passlab.backend.passes.with_entry_as_main`).
+    `FuseOpsByPattern` groups each match into a `Composite` function, then
+    `MergeCompositeFunctions` merges neighbouring ones into `Codegen` functions (the
+    offloaded regions). With `merge=False` each match becomes its own region
+    (`annotate_codegen=True`). Weights stay arguments of the regions
+    (`bind_constants=False`), so they show as traffic. Only the entry function is
+    partitioned; modules whose entry is `forward` are handled (see
+    `passlab.backend.passes.with_entry_as_main`).
     """
     return _backend_passes.partition_module(mod, as_backend(backend).fusion_patterns(), merge)
 
 
 def host_fallback(mod: Any, backend: Backend | str) -> Any:
-    """``mod`` with ``backend``'s regions inlined back into their callers, so that TVM
+    """`mod` with `backend`'s regions inlined back into their callers, so that TVM
     compiles them for the host like the rest of the model (a simulation of the offload).
 
-    TVM's ``LambdaLift`` and ``InlinePrivateFunctions`` do the work, on the whole module:
+    TVM's `LambdaLift` and `InlinePrivateFunctions` do the work, on the whole module:
     other private Relax functions are inlined too, and with a second backend applied its
     regions' composite functions would be lifted as well (one backend per build is what
     this supports).
@@ -281,7 +281,7 @@ def host_fallback(mod: Any, backend: Backend | str) -> Any:
 
 
 def apply_backend(pipeline: Pipeline, backend: Backend | str) -> Pipeline:
-    """``pipeline`` with ``backend`` applied: its partitioning, codegen (or host
+    """`pipeline` with `backend` applied: its partitioning, codegen (or host
     fallback) and phase passes inserted as user entries (see the module docstring).
 
     Examples
@@ -299,23 +299,23 @@ def apply_backend(pipeline: Pipeline, backend: Backend | str) -> Pipeline:
 def preview(model: Any, backend: Backend | str, target: Any = "llvm", *,
             pipeline: Pipeline | None = None):
     """Record the pipeline from its start through partitioning and the backend's
-    ``after_partition`` passes, and stop there.
+    `after_partition` passes, and stop there.
 
     This is how a backend without a codegen is inspected: the last main-chain step,
-    ``trace.main_chain()[-1]``, holds the ``Codegen`` functions in its ``after`` module
-    (see :func:`passlab.partitions`, which also takes the trace itself). A
-    :class:`PartitionWarning` (also kept in ``trace.warnings``) names the backend's own
+    `trace.main_chain()[-1]`, holds the `Codegen` functions in its `after` module
+    (see `passlab.partitions`, which also takes the trace itself). A
+    `PartitionWarning` (also kept in `trace.warnings`) names the backend's own
     patterns that matched nothing, or says that nothing matched at all.
 
     Returns
     -------
     Trace
-        With ``trace.pipeline`` the truncated pipeline that ran.
+        With `trace.pipeline` the truncated pipeline that ran.
 
     Raises
     ------
     BuildError
-        When a pass fails; ``.trace`` keeps the steps recorded so far.
+        When a pass fails; `.trace` keeps the steps recorded so far.
 
     Examples
     --------

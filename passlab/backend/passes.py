@@ -1,13 +1,13 @@
-"""The TVM transforms a :class:`~passlab.backend.Backend` runs on a module, behind the
-public :func:`passlab.backend.partition` and :func:`passlab.backend.host_fallback`:
+"""The TVM transforms a `Backend` runs on a module, behind the
+public `passlab.backend.partition` and `passlab.backend.host_fallback`:
 
-* :func:`partition_module`: ``FuseOpsByPattern`` + ``MergeCompositeFunctions``, with the
-  entry function renamed ``main`` while they run (:func:`with_entry_as_main`);
-* :func:`inline_regions`: a backend's regions inlined back for the host;
-* :func:`composite_names` and :func:`unmatched_message`: which patterns matched.
+* `partition_module`: `FuseOpsByPattern` + `MergeCompositeFunctions`, with the
+  entry function renamed `main` while they run (`with_entry_as_main`);
+* `inline_regions`: a backend's regions inlined back for the host;
+* `composite_names` and `unmatched_message`: which patterns matched.
 
-Functions take resolved values (patterns, a backend's name, or a ``Backend`` passed in),
-so this module never imports :mod:`passlab.backend`.
+Functions take resolved values (patterns, a backend's name, or a `Backend` passed in),
+so this module never imports `passlab.backend`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from passlab.backend.patterns import resolve
 
 
 def with_entry_as_main(mod: Any, fn: Callable[[Any], Any]) -> Any:
-    """Run ``fn`` on the entry function alone, named ``main``, and put the module back
+    """Run `fn` on the entry function alone, named `main`, and put the module back
     together after.
 
-    ``MergeCompositeFunctions`` (TVM 0.27) only looks at a function called ``main`` and
+    `MergeCompositeFunctions` (TVM 0.27) only looks at a function called `main` and
     fails on modules with other public Relax functions; the built-in models' entry is
-    ``forward``. So the other public Relax functions are set aside (and returned
-    untouched), and the entry is renamed through ``global_symbol`` and
-    ``NormalizeGlobalVar``, which also updates every call of it.
+    `forward`. So the other public Relax functions are set aside (and returned
+    untouched), and the entry is renamed through `global_symbol` and
+    `NormalizeGlobalVar`, which also updates every call of it.
     """
     tvm, relax = _tvm.tvm(), _tvm.relax()
     entry = _tvm.entry_function(mod)
@@ -57,7 +57,7 @@ def _rename(mod: Any, renames: Mapping[str, str]) -> Any:
 
 
 def partition_module(mod: Any, patterns: list[Any], merge: bool = True) -> Any:
-    """``mod`` partitioned by ``patterns`` (see :func:`passlab.backend.partition`)."""
+    """`mod` partitioned by `patterns` (see `passlab.backend.partition`)."""
     relax = _tvm.relax()
 
     def run(m):
@@ -70,8 +70,8 @@ def partition_module(mod: Any, patterns: list[Any], merge: bool = True) -> Any:
 
 
 def inline_regions(mod: Any, name: str) -> Any:
-    """``mod`` with the regions of backend ``name`` inlined back into their callers (see
-    :func:`passlab.backend.host_fallback`)."""
+    """`mod` with the regions of backend `name` inlined back into their callers (see
+    `passlab.backend.host_fallback`)."""
     tvm, relax = _tvm.tvm(), _tvm.relax()
     funcs, hit = {}, False
     for gv, func in mod.functions_items():
@@ -91,7 +91,7 @@ def inline_regions(mod: Any, name: str) -> Any:
 
 
 def composite_names(mod: Any) -> list[str]:
-    """Names of every ``Composite`` function in ``mod``, top-level or inside a region."""
+    """Names of every `Composite` function in `mod`, top-level or inside a region."""
     relax = _tvm.relax()
     found: list[str] = []
 
@@ -111,8 +111,8 @@ def composite_names(mod: Any) -> list[str]:
 
 
 def unmatched_message(b: Any, mod: Any) -> str:
-    """The warning :func:`passlab.backend.preview` gives when patterns matched nothing
-    in ``mod`` (empty when every pattern declared as a tuple matched)."""
+    """The warning `passlab.backend.preview` gives when patterns matched nothing
+    in `mod` (empty when every pattern declared as a tuple matched)."""
     used = set(composite_names(mod))
     names = b.pattern_names
     if not any(n in used for n in names):

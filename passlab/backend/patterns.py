@@ -1,9 +1,9 @@
-"""How a :class:`~passlab.backend.Backend` names what it takes: each item of its
-``patterns`` (a ``(name, pattern[, check])`` tuple, a ``FusionPattern``, or the name of a
-pattern set registered with ``tvm.relax.backend.pattern_registry``) resolved into TVM
-``FusionPattern`` objects named ``<backend>.<pattern>``.
+"""How a `Backend` names what it takes: each item of its
+`patterns` (a `(name, pattern[, check])` tuple, a `FusionPattern`, or the name of a
+pattern set registered with `tvm.relax.backend.pattern_registry`) resolved into TVM
+`FusionPattern` objects named `<backend>.<pattern>`.
 
-Knows nothing about ``Backend`` itself: callers pass the backend's name.
+Knows nothing about `Backend` itself: callers pass the backend's name.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PATTERN_MODULES = {
 
 
 def is_single_pattern(p: Any) -> bool:
-    """A lone ``"tensorrt"`` or ``("name", pattern)`` rather than a list of them."""
+    """A lone `"tensorrt"` or `("name", pattern)` rather than a list of them."""
     return isinstance(p, str) or (
         len(p) >= 2 and isinstance(p[0], str) and not isinstance(p[1], str))
 
@@ -49,7 +49,7 @@ def _registered_names() -> list[str]:
 
 
 def resolve(item: Any, backend: str) -> list[Any]:
-    """The ``FusionPattern`` objects of one pattern item, named ``<backend>.<rest>``."""
+    """The `FusionPattern` objects of one pattern item, named `<backend>.<rest>`."""
     from tvm.relax.dpl import DFPattern
     from tvm.relax.transform import FusionPattern
 
@@ -96,7 +96,7 @@ def resolve(item: Any, backend: str) -> list[Any]:
 
 
 def _renamed(p: Any, backend: str, registered: bool) -> Any:
-    """``p`` named ``<backend>.<rest>``: TVM derives the codegen from the prefix."""
+    """`p` named `<backend>.<rest>`: TVM derives the codegen from the prefix."""
     from tvm.relax.transform import FusionPattern
 
     name = str(p.name)

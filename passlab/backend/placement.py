@@ -1,10 +1,10 @@
-"""Where a :class:`~passlab.backend.Backend` goes in a :class:`~passlab.Pipeline`: the
-``partition_for_<name>`` entry at the start of ``legalize``, the codegen (or host
+"""Where a `Backend` goes in a `Pipeline`: the
+`partition_for_<name>` entry at the start of `legalize`, the codegen (or host
 fallback) entry after it, and the phase passes at their positions (the table in
-:mod:`passlab.backend`). Used by :func:`passlab.backend.apply_backend` and
-:func:`passlab.backend.preview`.
+`passlab.backend`). Used by `passlab.backend.apply_backend` and
+`passlab.backend.preview`.
 
-Takes an already resolved backend, so this module never imports :mod:`passlab.backend`.
+Takes an already resolved backend, so this module never imports `passlab.backend`.
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ def insert_entries(pipe: Pipeline, b: Any, offload: bool) -> tuple[Pipeline, int
 
 
 def _tir_entries(pipe: Pipeline, b: Any) -> Pipeline:
-    """The TIR phases: ``tir_before_lowering`` at the start of ``s_tir``,
-    ``tir_after_lowering`` before ``tirx.SplitHostDevice``, ``codegen`` emitters named
-    after the backend (``build.source(b.name)``)."""
+    """The TIR phases: `tir_before_lowering` at the start of `s_tir`,
+    `tir_after_lowering` before `tirx.SplitHostDevice`, `codegen` emitters named
+    after the backend (`build.source(b.name)`)."""
     tir = {s.name: list(s.passes) for s in pipe.tir_stages}
     for phase, stage in (("tir_before_lowering", "s_tir"), ("tir_after_lowering", "tirx"),
                          ("codegen", "codegen")):

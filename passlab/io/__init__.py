@@ -1,11 +1,11 @@
 """Traces and scripts that leave the process: saved trace archives (validated on load),
 numbered dump folders for diff tools, pass recipes and reproducer scripts.
 
-* :mod:`~passlab.io.archive`: :func:`save_trace` / :func:`load_trace`;
-* :mod:`~passlab.io.dump`: :func:`export_dump`, numbered TVMScript files for diff tools;
-* :mod:`~passlab.io.recipes`: how a script rebuilds a pass (TVM's by name, a user's by
+* `archive`: `save_trace` / `load_trace`;
+* `dump`: `export_dump`, numbered TVMScript files for diff tools;
+* `recipes`: how a script rebuilds a pass (TVM's by name, a user's by
   import path or source);
-* :mod:`~passlab.io.reproducer`: :func:`reproducer`, one script that re-runs a failing pass.
+* `reproducer`: `reproducer`, one script that re-runs a failing pass.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 by name (operators, type-inference functions, target kinds, source names, layout axes),
 tensor constants in TVM's binary format (sized exactly as TVM's loader allocates and
 copies them), and scalar constants (typed as TVM's constructor requires). Used by
-:func:`passlab.io.validate.check_ir_graph`, whose limits apply."""
+`passlab.io.validate.check_ir_graph`, whose limits apply."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ _HEAD = struct.Struct("<QQiiiBBH")  # magic, reserved, device type and id, ndim,
 
 
 def _check_tensor(g: Any, i: int, data: Any) -> None:
-    """TVM's tensor format (``runtime::Tensor::Load``): the declared byte count must be
+    """TVM's tensor format (`runtime::Tensor::Load`): the declared byte count must be
     what TVM's writer computes for the shape and data type, the data must be exactly that
     long, and the copy must fit the buffer TVM allocates for it (sub-byte types are
     allocated packed but copied a byte per element: refused unless both agree)."""

@@ -1,11 +1,11 @@
 """Tensor constants in a saved trace: each stored once by content, or left out.
 
-``tvm.ir.save_json`` writes an object once per identity, but FoldConstant makes new tensor
+`tvm.ir.save_json` writes an object once per identity, but FoldConstant makes new tensor
 objects with the content of the ones it folded (and a module's weights appear again in
 every snapshot that rebuilt them): a model's weights are then stored about twice.
-:func:`stored_graph` rewrites the JSON graph so that every tensor content is one node
+`stored_graph` rewrites the JSON graph so that every tensor content is one node
 (references to a copy point at the first one, the copies are removed and the indices
-closed up), and with ``weights=False`` replaces each tensor by an empty one of the same
+closed up), and with `weights=False` replaces each tensor by an empty one of the same
 data type (its shape stays in the constant's type): views, diffs and reports read only
 the type, and a reproducer draws seeded random values for it.
 """
@@ -26,7 +26,7 @@ EMPTY_SHAPE = (0,)
 
 
 def _placeholder(data: str) -> str:
-    """An empty tensor (shape ``(0,)``) of the data type of the saved tensor ``data``."""
+    """An empty tensor (shape `(0,)`) of the data type of the saved tensor `data`."""
     head = base64.b64decode(data[:64])[:_HEAD.size]
     magic, reserved, dev, dev_id, _, code, bits, lanes = _HEAD.unpack(head)
     blob = _HEAD.pack(magic, reserved, dev, dev_id, 1, code, bits, lanes) + \
@@ -35,9 +35,9 @@ def _placeholder(data: str) -> str:
 
 
 def stored_graph(graph: dict[str, Any], weights: bool) -> tuple[dict[str, Any], dict[str, int]]:
-    """A parsed ``save_json`` graph with every tensor content stored once (and, without
-    ``weights``, every tensor empty), rewritten in place, and counts: tensors, distinct,
-    bytes dropped. ``save_trace`` checks this graph rather than parsing what it writes."""
+    """A parsed `save_json` graph with every tensor content stored once (and, without
+    `weights`, every tensor empty), rewritten in place, and counts: tensors, distinct,
+    bytes dropped. `save_trace` checks this graph rather than parsing what it writes."""
     nodes = graph["nodes"]
     first: dict[str, int] = {}
     alias: dict[int, int] = {}

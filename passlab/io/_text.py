@@ -1,5 +1,5 @@
-"""Limits on the text and tensors of a saved trace, shared by the checks of ``trace.json``
-and ``ir.json`` (:mod:`passlab.io.validate` re-exports them)."""
+"""Limits on the text and tensors of a saved trace, shared by the checks of `trace.json`
+and `ir.json` (`passlab.io.validate` re-exports them)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ MAX_SOURCE_NAME = 1 << 20
 
 
 def bad_text(value: str, limit: int) -> str | None:
-    """None when ``value`` has at most ``limit`` characters and is text (no lone UTF-16
-    surrogate, which JSON's ``\\ud800`` escapes can carry and no terminal or HTML page can
+    """None when `value` has at most `limit` characters and is text (no lone UTF-16
+    surrogate, which JSON's `\\ud800` escapes can carry and no terminal or HTML page can
     encode), else what is wrong with it."""
     if len(value) > limit:
         return f"is {len(value):,} characters long; at most {limit:,} are read"

@@ -1,8 +1,8 @@
-"""Checks of ``trace.json`` on load: every field :func:`~passlab.io.load_trace` reads has
+"""Checks of `trace.json` on load: every field `load_trace` reads has
 the right type, and every number that sizes something (step indices, depths, parents,
 occurrences, seconds, module ids) is in range, so that a loaded trace never makes a view
 allocate without bound or fail later with a TypeError or AttributeError. The limits are
-those of :mod:`passlab.io.validate`."""
+those of `passlab.io.validate`."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ _WHERE = ("pass", "codegen", "setup")
 
 def check_trace_json(data: dict[str, Any], modules: int,
                      what: Callable[[str], TraceFileError]) -> None:
-    """Check every field of ``trace.json`` that :func:`~passlab.io.load_trace` reads:
-    types, module ids (``modules`` is how many ``ir.json`` holds), and every number that
+    """Check every field of `trace.json` that `load_trace` reads:
+    types, module ids (`modules` is how many `ir.json` holds), and every number that
     sizes something (step indices, depths, parents, occurrences, seconds), so that a
     loaded trace never makes a view allocate without bound or fail with a TypeError."""
 
@@ -94,7 +94,7 @@ def check_trace_json(data: dict[str, Any], modules: int,
 
 
 def _check_texts(data: dict[str, Any], need: Callable[[bool, str], None]) -> None:
-    """Every string of ``trace.json``: text (no lone surrogate), names (steps, stages,
+    """Every string of `trace.json`: text (no lone surrogate), names (steps, stages,
     pipeline entries, kernels, keys) of at most MAX_NAME characters, messages, warnings
     and other values of at most MAX_STRING; a user pass's source and generated code are
     bounded by the file's size only."""

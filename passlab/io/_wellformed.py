@@ -1,5 +1,5 @@
 """After loading: TVM's well-formedness checks on every function of a loaded trace, in a
-child process, before any view prints or hashes the IR (see :mod:`passlab.io.validate`
+child process, before any view prints or hashes the IR (see `passlab.io.validate`
 for the checks before loading)."""
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ __all__ = ["check_loaded"]
 
 
 def check_loaded(modules: Sequence[Any], what: Callable[[str], TraceFileError]) -> list[str]:
-    """TVM's well-formedness checks on every distinct function of ``modules``, in forked
-    child processes where the platform has ``fork`` (one per core for many functions).
+    """TVM's well-formedness checks on every distinct function of `modules`, in forked
+    child processes where the platform has `fork` (one per core for many functions).
 
-    Runs after :func:`check_ir_graph` (so the checkers meet no null and no object of the
+    Runs after `check_ir_graph` (so the checkers meet no null and no object of the
     wrong type) and before any view prints or hashes the IR: a graph can be well typed and
     still crash TVM's printer (a TIR loop variable whose type is a Relax tensor type).
-    Relax functions go through ``relax.analysis.well_formed``, PrimFuncs through
-    ``tirx.analysis.verify_well_formed`` or, for functions with schedulable blocks (which
-    that verifier does not support), ``s_tir.analysis.verify_well_formed``. The checkers
-    are TVM code too and crash on some crafted IR (a ``DeclBuffer`` of a variable that is
+    Relax functions go through `relax.analysis.well_formed`, PrimFuncs through
+    `tirx.analysis.verify_well_formed` or, for functions with schedulable blocks (which
+    that verifier does not support), `s_tir.analysis.verify_well_formed`. The checkers
+    are TVM code too and crash on some crafted IR (a `DeclBuffer` of a variable that is
     not a buffer), hence the child: it reports each function it starts on a pipe, so a
-    crash names the function, and a crash becomes ``what(message)``.
+    crash names the function, and a crash becomes `what(message)`.
 
     A function the checker calls ill-formed is printed and hashed in the child too, as a
     view would: if that crashes, the file is refused; if not, the function is returned as
     a note. TVM's own builds produce such functions (GPU kernels use thread variables that
     the TIR verifier calls undefined), so ill-formed alone cannot be a reason to refuse.
-    Without ``fork`` there is no child to crash in, and an ill-formed function is refused.
+    Without `fork` there is no child to crash in, and an ill-formed function is refused.
     """
     funcs = _distinct_functions(modules)
     if not hasattr(os, "fork"):  # no fork (Windows): no child to crash safely in, so refuse
@@ -77,7 +77,7 @@ _PER_CHILD = 64
 
 
 def _start(funcs: Sequence[tuple[str, Any]], share: range) -> tuple[int, int]:
-    """Fork a child that checks ``funcs[n]`` for each ``n`` of ``share``; its pid and the
+    """Fork a child that checks `funcs[n]` for each `n` of `share`; its pid and the
     pipe it reports on ("at N", "bad N why", "print N", "unprintable N why")."""
     read, write = os.pipe()
     with warnings.catch_warnings():  # Python 3.12 warns about fork in threaded processes
@@ -128,7 +128,7 @@ def _collect(children: list[tuple[int, int]]) -> list[tuple[list[str], int]]:
 
 def _check_status(funcs: Sequence[tuple[str, Any]], lines: list[str], status: int,
                   what: Callable[[str], TraceFileError]) -> None:
-    """Raise ``what(...)`` when a child crashed (naming the function it was on) or
+    """Raise `what(...)` when a child crashed (naming the function it was on) or
     failed."""
     last = lines[-1].split(" ", 2) if lines else ["", "-1"]
     where = funcs[int(last[1])][0] if 0 <= int(last[1]) < len(funcs) else "a function"
@@ -145,7 +145,7 @@ def _check_status(funcs: Sequence[tuple[str, Any]], lines: list[str], status: in
 
 
 def _print_and_hash(func: Any) -> str | None:
-    """Print and hash ``func`` as the views do: None, or the last line of TVM's error."""
+    """Print and hash `func` as the views do: None, or the last line of TVM's error."""
     import tvm_ffi
 
     for work in (func.script, lambda: tvm_ffi.structural_hash(func, True, True)):

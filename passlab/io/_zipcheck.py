@@ -1,10 +1,10 @@
-"""The zip container of a saved trace, checked before :mod:`zipfile` reads it.
+"""The zip container of a saved trace, checked before `zipfile` reads it.
 
 CPython's zipfile parses the whole central directory (however many entries the bytes
 hold: the entry count of the end record is not used), inflates bzip2 and lzma members in
-one call whatever they expand to, and raises ``RuntimeError`` for an encrypted member.
-:func:`check_container` walks the directory itself, exactly as zipfile will (from the end
-record's size and position), stops after :data:`~passlab.io.validate.MAX_MEMBERS`
+one call whatever they expand to, and raises `RuntimeError` for an encrypted member.
+`check_container` walks the directory itself, exactly as zipfile will (from the end
+record's size and position), stops after `MAX_MEMBERS`
 entries, and refuses encrypted members, compression methods other than stored and
 deflate, duplicate names and zip64 archives (passlab never writes one: its members are
 far below 2 GiB). Reading is bounded by the file's own size.
@@ -47,9 +47,9 @@ def _end_record(fh: BinaryIO, size: int) -> tuple[int, tuple]:
 
 def check_container(path: os.PathLike | str, limit: int,
                     bad: Callable[[str], TraceFileError]) -> None:
-    """Refuse an archive zipfile should not parse: more than ``limit`` directory entries
+    """Refuse an archive zipfile should not parse: more than `limit` directory entries
     (counted in the directory, not taken from the end record), encrypted members,
-    methods other than stored/deflate, duplicate member names, zip64. ``bad(why)`` builds
+    methods other than stored/deflate, duplicate member names, zip64. `bad(why)` builds
     the error. An archive without an end record is left to zipfile (it says what is
     wrong)."""
     with open(path, "rb") as fh:

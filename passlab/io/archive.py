@@ -1,25 +1,25 @@
-"""Saved traces (numbered dump folders for diff tools are :mod:`passlab.io.dump`).
+"""Saved traces (numbered dump folders for diff tools are `passlab.io.dump`).
 
 A saved trace is one zip archive (never a pickle) holding two JSON files:
 
-* ``trace.json``: the format name and version, target, versions, warnings, the
-  pipeline as data, the failure, any other trace metadata that is plain JSON (``meta``;
-  keys that are not are listed under ``dropped``), and one record per step (index,
+* `trace.json`: the format name and version, target, versions, warnings, the
+  pipeline as data, the failure, any other trace metadata that is plain JSON (`meta`;
+  keys that are not are listed under `dropped`), and one record per step (index,
   name, depth, parent, stage, kind, origin, occurrence, seconds, failed, and the ids of
-  its ``before`` and ``after`` modules);
-* ``ir.json``: every distinct module of the trace, as one ``tvm.ir.save_json`` graph of
+  its `before` and `after` modules);
+* `ir.json`: every distinct module of the trace, as one `tvm.ir.save_json` graph of
   an array (module id = position).
 
-``save_json`` writes each object once however many times it is referenced, so a
+`save_json` writes each object once however many times it is referenced, so a
 function that 30 snapshots share is stored once, and so are the unchanged statements
 of a function a pass modified. A module node is its name -> function map plus its
 attributes. Saving all modules in one graph (rather than each function on its own, keyed
-by address) also keeps object identity: a ``GlobalVar`` that a call refers to is the
-module's own ``GlobalVar`` after loading, which TVM's passes and ``well_formed`` need.
+by address) also keeps object identity: a `GlobalVar` that a call refers to is the
+module's own `GlobalVar` after loading, which TVM's passes and `well_formed` need.
 
 A loaded trace has everything but the user's Python objects: its pipeline is a
-:class:`SavedPipeline` (data only: names, origins, enabled flags, notes, and how each
-user pass can be rebuilt in a script), and ``failure.original`` is None.
+`SavedPipeline` (data only: names, origins, enabled flags, notes, and how each
+user pass can be rebuilt in a script), and `failure.original` is None.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ _OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "f
 # ------------------------------------------------------------------ saved pipeline
 @dataclasses.dataclass(frozen=True)
 class SavedPassEntry(PassEntry):
-    """A pipeline entry read from a file: ``pass_`` is None; ``recipe`` (a
-    :class:`~passlab.io.recipes.PassRecipe`) says how a script rebuilds a user pass."""
+    """A pipeline entry read from a file: `pass_` is None; `recipe` (a
+    `PassRecipe`) says how a script rebuilds a user pass."""
 
     recipe: Any = None
 
@@ -77,7 +77,7 @@ class SavedPassEntry(PassEntry):
 class SavedPipeline(Pipeline):
     """A pipeline read from a saved trace: data only.
 
-    Every view works (``to_text()``, ``rows()``, lookup by name); building does not,
+    Every view works (`to_text()`, `rows()`, lookup by name); building does not,
     because a file cannot hold the user's pass functions.
     """
 
@@ -150,14 +150,14 @@ def _step_record(s: Step, mods: _Modules) -> dict[str, Any]:
 
 
 def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -> Path:
-    """Write ``trace`` to ``path`` (a zip archive; see :mod:`passlab.io`).
+    """Write `trace` to `path` (a zip archive; see `passlab.io`).
 
     Every snapshot, the step metadata, the failure, target, versions, warnings and the
-    pipeline (as data) are kept; :func:`load_trace` reads it back, in any process. Each
-    tensor constant is stored once by content; ``weights=False`` stores each as an empty
+    pipeline (as data) are kept; `load_trace` reads it back, in any process. Each
+    tensor constant is stored once by content; `weights=False` stores each as an empty
     tensor of its data type (its shape stays in the constant's type). The file is checked
-    against :func:`load_trace`'s limits before it takes ``path``'s place (it is compressed
-    meanwhile, in a thread): a trace that would break one raises :class:`TraceFileError`
+    against `load_trace`'s limits before it takes `path`'s place (it is compressed
+    meanwhile, in a thread): a trace that would break one raises `TraceFileError`
     naming it, and nothing is written.
 
     Examples
@@ -252,7 +252,7 @@ class _Stopped(Exception):
 
 
 def _write_archive(fd: int, meta: bytes, ir: bytes, stop: threading.Event) -> None:
-    """Write the trace's zip archive to the open file ``fd`` (and close it)."""
+    """Write the trace's zip archive to the open file `fd` (and close it)."""
     with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED,
                                                     compresslevel=6) as z:
         z.writestr(_META, meta)
@@ -269,7 +269,7 @@ def _write_archive(fd: int, meta: bytes, ir: bytes, stop: threading.Event) -> No
 
 
 def _fit(text: str, limit: int) -> str:
-    """A message as the loader reads it: lone surrogates replaced, cut at ``limit``
+    """A message as the loader reads it: lone surrogates replaced, cut at `limit`
     characters (a TVM error can quote a whole function; the trace must still save)."""
     text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
     if len(text) <= limit:
@@ -280,8 +280,8 @@ def _fit(text: str, limit: int) -> str:
 
 
 def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Path) -> None:
-    """The checks :func:`load_trace` makes before TVM parses the file, on what is about to
-    be written (``graph`` is ``json.loads(ir)``): a trace that breaks a limit is refused
+    """The checks `load_trace` makes before TVM parses the file, on what is about to
+    be written (`graph` is `json.loads(ir)`): a trace that breaks a limit is refused
     here, with the limit named."""
     def bad(why: str) -> TraceFileError:
         return TraceFileError(f"trace.save({str(path)!r}) refused: the file would not load "
@@ -312,7 +312,7 @@ def _bad(path: Path, what: str) -> TraceFileError:
 
 
 def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytearray:
-    """A member's bytes, refused past ``limit`` uncompressed bytes: by its declared size
+    """A member's bytes, refused past `limit` uncompressed bytes: by its declared size
     first, then while inflating (a header can lie), so a zip bomb costs no memory."""
     info = z.getinfo(name)
     too_big = (f"its {name} inflates to more than {limit:,} bytes, the most passlab reads "
@@ -329,9 +329,9 @@ def _member(z: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytearray:
 
 
 def _parse(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> Any:
-    """``json.loads`` of a member, refused first when it holds more than ``max_tokens``
-    values: every ``,``, ``[`` and ``{`` starts at most one, and each costs the parser at
-    most ~100 bytes, so the parse stays within the memory budget (a file of ``[],[],...``
+    """`json.loads` of a member, refused first when it holds more than `max_tokens`
+    values: every `,`, `[` and `{` starts at most one, and each costs the parser at
+    most ~100 bytes, so the parse stays within the memory budget (a file of `[],[],...`
     would otherwise allocate 20 times its size)."""
     _count_values(raw, name, max_tokens, path)
     return json.loads(raw)
@@ -386,13 +386,13 @@ def _read(path: Path) -> tuple[dict[str, Any], bytearray]:
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
-    """Read a trace written by :func:`save_trace`.
+    """Read a trace written by `save_trace`.
 
     Nothing in the file reaches TVM unchecked: the archive's size and member count, every
-    field of ``trace.json`` and every node of the IR graph are checked first (see
-    :mod:`passlab.io.validate` for the limits), and each loaded function must pass TVM's
+    field of `trace.json` and every node of the IR graph are checked first (see
+    `passlab.io.validate` for the limits), and each loaded function must pass TVM's
     well-formedness check (Relax or TIR), so a damaged or crafted file is refused with a
-    :class:`TraceFileError` instead of crashing the process.
+    `TraceFileError` instead of crashing the process.
 
     Raises
     ------
@@ -486,8 +486,8 @@ def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
 
 
 def _code_data(trace: Trace) -> dict[str, Any] | None:
-    """The generated code of the trace's ``codegen`` step, as text (see
-    :class:`passlab.recording.codegen.GeneratedCode`): the kinds read so far."""
+    """The generated code of the trace's `codegen` step, as text (see
+    `passlab.recording.codegen.GeneratedCode`): the kinds read so far."""
     step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
     if step is None:
         return None

@@ -1,15 +1,15 @@
 """DumpIR-style folders: the module after each pass as numbered TVMScript files.
 
 A dump never touches files it did not write: the folder's manifest
-(``.passlab-dump.json``) lists what an earlier dump wrote, and only those files are
-replaced. A non-empty folder without a manifest is refused unless ``overwrite=True``
+(`.passlab-dump.json`) lists what an earlier dump wrote, and only those files are
+replaced. A non-empty folder without a manifest is refused unless `overwrite=True`
 (then files of the same names are replaced and the rest are kept). The new dump is
 written into a temporary folder next to the target and moved in at the end, so a
 failure half-way leaves the earlier dump as it was. Names come from IR and pass names:
 file names are cut to a safe length (with a short hash), header comments are escaped
 to one line each, and a module whose names are not plain identifiers is written as
 comments, so that no dump file runs code. No file is written through a symbolic link:
-each is created new (``O_EXCL | O_NOFOLLOW``) in the temporary folder and renamed over
+each is created new (`O_EXCL | O_NOFOLLOW`) in the temporary folder and renamed over
 the old name, which replaces a link instead of writing to its target, and a folder whose
 manifest is a link is refused.
 """
@@ -36,7 +36,7 @@ _MAX_NAME = 60  # characters of a pass label in a file name; far below any file 
 
 
 def _safe(name: str) -> str:
-    """A file-name part for a pass label: ASCII letters, digits, ``_`` and ``-``; long or
+    """A file-name part for a pass label: ASCII letters, digits, `_` and `-`; long or
     rewritten names keep a short hash of the original so that two never collide."""
     safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "pass"
     if len(safe) > _MAX_NAME:
@@ -46,12 +46,12 @@ def _safe(name: str) -> str:
 
 
 def _one_line(text: str | None) -> str:
-    """``text`` for a comment: control characters (newlines too) escaped as in ``repr``."""
+    """`text` for a comment: control characters (newlines too) escaped as in `repr`."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def _earlier(out: Path, overwrite: bool) -> list[Path]:
-    """Files of an earlier dump in ``out`` (to replace); refuses a foreign folder."""
+    """Files of an earlier dump in `out` (to replace); refuses a foreign folder."""
     if not out.exists():
         return []
     if not out.is_dir():
@@ -82,17 +82,17 @@ def export_dump(trace: Trace, folder: str | os.PathLike, *, all_steps: bool = Fa
                 overwrite: bool = False) -> tuple[Path, ...]:
     """Write the module after each pass as numbered TVMScript files, for diff tools.
 
-    ``000_input.py`` is the module the build started from; then one file per pass of
-    the main chain that changed the module (``all_steps=True``: every main-chain pass
-    that finished), numbered in order (``001_LegalizeOps.py``, ...), each headed by a
-    comment naming the step. ``passes.txt`` holds the pass table and, for a failed
-    build, ``failure.txt`` what failed. The files of an earlier dump into ``folder``
+    `000_input.py` is the module the build started from; then one file per pass of
+    the main chain that changed the module (`all_steps=True`: every main-chain pass
+    that finished), numbered in order (`001_LegalizeOps.py`, ...), each headed by a
+    comment naming the step. `passes.txt` holds the pass table and, for a failed
+    build, `failure.txt` what failed. The files of an earlier dump into `folder`
     are replaced; other files are never deleted.
 
     Raises
     ------
     FileExistsError
-        ``folder`` holds files but no earlier dump, and ``overwrite`` is False.
+        `folder` holds files but no earlier dump, and `overwrite` is False.
 
     Examples
     --------
@@ -168,7 +168,7 @@ def _write_module(path: Path, mod: Any, header: str) -> str:
 
 
 def _write_new(path: Path, text: str) -> None:
-    """Create ``path`` and write ``text``: never an existing file, never through a link."""
+    """Create `path` and write `text`: never an existing file, never through a link."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, 0o666)
     with open(fd, "w", encoding="utf-8") as f:

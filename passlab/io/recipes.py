@@ -1,6 +1,6 @@
 """How a reproducer rebuilds a pass: TVM's passes by stage list or by name, a user's
 function as its source (with the imports, constants and helpers it uses) or by import
-path. See :mod:`passlab.io.reproducer`, which writes these recipes into scripts."""
+path. See `passlab.io.reproducer`, which writes these recipes into scripts."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ from passlab.pipeline import positional_arity
 class PassRecipe:
     """How a script gets hold of one pass.
 
-    ``code`` is Python that binds ``pass_`` (a TVM pass, ``kind`` "tvm") or
-    ``user_pass`` (a function ``mod -> mod`` or ``(mod, ctx) -> mod``, ``kind``
-    "source" or "import"). ``kind`` "missing" means the pass could not be carried;
-    ``code`` then stops the script with a message saying why. ``notes`` say what the
-    script could not carry. ``saved`` is True for a recipe read from a trace file: its
+    `code` is Python that binds `pass_` (a TVM pass, `kind` "tvm") or
+    `user_pass` (a function `mod -> mod` or `(mod, ctx) -> mod`, `kind`
+    "source" or "import"). `kind` "missing" means the pass could not be carried;
+    `code` then stops the script with a message saying why. `notes` say what the
+    script could not carry. `saved` is True for a recipe read from a trace file: its
     code is text from that file, which a reproducer runs only when asked to
-    (``trust_pass_code=True``).
+    (`trust_pass_code=True`).
     """
 
     kind: str
@@ -54,7 +54,7 @@ class PassRecipe:
 
 
 def py_repr(value: str) -> str:
-    """``repr(value)``: how every string is written into generated Python. Never three
+    """`repr(value)`: how every string is written into generated Python. Never three
     double quotes in a row, not even inside a string: TVM's TVMScript parser finds a
     class's source by counting them on each line."""
     text = repr(value)
@@ -146,7 +146,7 @@ def _from_backend(step: Any, trace: Any, tgt: Any) -> PassRecipe | None:
 
 
 def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
-    """How a script rebuilds the pass of ``step`` (see :class:`PassRecipe`)."""
+    """How a script rebuilds the pass of `step` (see `PassRecipe`)."""
     tgt = _tvm.target(target_of(trace))
     entry = _entry(step, trace)
     if entry is not None:
@@ -168,7 +168,7 @@ def pass_recipe(step: Any, trace: Any = None) -> PassRecipe:
 
 def _from_file(saved: PassRecipe, step: Any, tgt: Any) -> PassRecipe:
     """A recipe read from a trace file. Only a user function's code (kinds "source" and
-    "import") is kept, marked ``saved``; any other kind is rebuilt here from the step's
+    "import") is kept, marked `saved`; any other kind is rebuilt here from the step's
     name, so that no other text of the file can reach a script as code."""
     if saved.kind in ("source", "import"):
         return PassRecipe(saved.kind, step.name, saved.code, saved.notes, saved.arity,
@@ -218,7 +218,7 @@ def function_recipe(fn: Any, name: str) -> PassRecipe:
 
 
 def _import_parts(obj: Any) -> tuple[str, str, Path | None] | None:
-    """``(module, qualname, sys.path root)`` when ``module:qualname`` resolves to ``obj``."""
+    """`(module, qualname, sys.path root)` when `module:qualname` resolves to `obj`."""
     mod_name, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not isinstance(mod_name, str) or not isinstance(qual, str) or mod_name == "__main__" \
             or not _dotted(mod_name) or not _dotted(qual):
@@ -237,7 +237,7 @@ def _import_parts(obj: Any) -> tuple[str, str, Path | None] | None:
 
 
 def _dotted(name: str) -> bool:
-    """True for ``a.b.c`` made of identifiers: safe to write into an import line."""
+    """True for `a.b.c` made of identifiers: safe to write into an import line."""
     return all(part.isidentifier() and not keyword.iskeyword(part)
                for part in name.split("."))
 
@@ -250,7 +250,7 @@ def _import_lines(mod_name: str, qual: str, name: str) -> list[str]:
 
 
 def _import_code(obj: Any) -> str | None:
-    """``user_pass`` imported by path (with its sys.path root), or None."""
+    """`user_pass` imported by path (with its sys.path root), or None."""
     parts = _import_parts(obj)
     if parts is None:
         return None
@@ -270,7 +270,7 @@ def _is_installed(root: Path) -> bool:
 
 
 def _source_code(fn: types.FunctionType) -> tuple[str | None, tuple[str, ...]]:
-    """Source defining ``user_pass`` plus what it uses; notes for what is missing."""
+    """Source defining `user_pass` plus what it uses; notes for what is missing."""
     definition = _definition(fn)
     if definition is None:
         return None, (f"the source of {fn.__qualname__} is not available (defined in an "
@@ -306,7 +306,7 @@ def _definition(fn: types.FunctionType) -> str | None:
 
 
 def _lambda_segment(raw: str, fn: types.FunctionType) -> str | None:
-    """The text of the lambda ``fn`` inside the source line(s) that hold it."""
+    """The text of the lambda `fn` inside the source line(s) that hold it."""
     raw = raw[:4000]
     matches = []
     start = raw.find("lambda")
@@ -377,7 +377,7 @@ def _definition_of_helper(obj: Any) -> str | None:
 
 
 def _carry_value(name: str, value: Any) -> str | None:
-    """An import or assignment that rebinds ``name`` to ``value`` anywhere, or None."""
+    """An import or assignment that rebinds `name` to `value` anywhere, or None."""
     if isinstance(value, types.ModuleType):
         full = value.__name__
         if not isinstance(full, str) or not _dotted(full):

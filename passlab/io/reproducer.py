@@ -1,31 +1,31 @@
 """Reproducers: one self-contained Python file that re-runs one recorded pass.
 
-The file holds the pass's input module (``step.before``) and the single pass call, and
-runs with plain ``python`` (TVM installed, passlab not needed). The module travels as
+The file holds the pass's input module (`step.before`) and the single pass call, and
+runs with plain `python` (TVM installed, passlab not needed). The module travels as
 TVMScript when every string in it is a plain name (checked on the objects: TVM prints
 names raw) and the printed script parses back to the same IR, else as TVM's JSON (zlib +
-base64, in a string literal): large constants print as ``metadata[...]`` and some lowered
+base64, in a string literal): large constants print as `metadata[...]` and some lowered
 IR prints as TVMScript that does not parse.
 
 Nothing read from the trace becomes code: the docstring and comments are fixed text,
-names and messages are string constants written with ``repr``, and a user pass's code
+names and messages are string constants written with `repr`, and a user pass's code
 read from a trace file is only run when the reproducer is made with
-``trust_pass_code=True``.
+`trust_pass_code=True`.
 
 The pass is rebuilt from what the trace knows:
 
 * TVM's own passes of a Relax stage come from the target's backend pipeline functions
-  (``tvm.relax.backend.<backend>.pipeline.<stage>_passes(target)``), so arguments such as
+  (`tvm.relax.backend.<backend>.pipeline.<stage>_passes(target)`), so arguments such as
   DLight's schedule rules are exactly what the build used; other TVM passes are found by
-  their ``PassInfo`` name in ``tvm.relax.transform``, ``tvm.relax.backend``,
-  ``tvm.tirx.transform`` or ``tvm.s_tir.transform``.
-* A user's function travels as its source (``inspect.getsource``, from a file or a
+  their `PassInfo` name in `tvm.relax.transform`, `tvm.relax.backend`,
+  `tvm.tirx.transform` or `tvm.s_tir.transform`.
+* A user's function travels as its source (`inspect.getsource`, from a file or a
   notebook cell, with the imports, constants and helper functions it uses) or, when its
   source needs something the file cannot carry, by import path. Where neither works
   the file says so and stops before running anything.
 
 What the file cannot know: the PassContext config and instruments of the original build
-(it runs at ``opt_level=3`` so that the pass is not skipped).
+(it runs at `opt_level=3` so that the pass is not skipped).
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ _SCRIPT_IMPORTS = ("from tvm.script import ir as I", "from tvm.script import rel
 
 
 def unsafe_string(mod: Any) -> str | None:
-    """The first string inside ``mod`` that is not safe to print as TVMScript, or None.
+    """The first string inside `mod` that is not safe to print as TVMScript, or None.
 
     Checked on the objects (TVM's own serialisation of the module graph), never on the
-    printed text: TVM prints names raw, so a function named ``"f\\nimport os"`` prints
+    printed text: TVM prints names raw, so a function named `"f\\nimport os"` prints
     as two lines.
     """
     import json
@@ -109,7 +109,7 @@ def unsafe_string(mod: Any) -> str | None:
 
 def _script_ast_ok(text: str) -> bool:
     """A second look, at the printed script's syntax tree (parsed, never run): one
-    ``class Module``, no imports, lambdas or dunder names."""
+    `class Module`, no imports, lambdas or dunder names."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -129,9 +129,9 @@ def _script_ast_ok(text: str) -> bool:
 
 
 def literal(value: str, indent: str = "    ", width: int = 76) -> str:
-    """``value`` as Python source: ``repr`` of it, split into implicitly concatenated
+    """`value` as Python source: `repr` of it, split into implicitly concatenated
     pieces inside parentheses when long. Every string passlab writes into a script goes
-    through this (or ``repr``)."""
+    through this (or `repr`)."""
     if len(py_repr(value)) <= width:
         return py_repr(value)
     step = max(8, width - len(indent) - 8)
@@ -145,12 +145,12 @@ def literal(value: str, indent: str = "    ", width: int = 76) -> str:
 
 
 def module_code(mod: Any, var: str = "mod", module: str = "auto") -> tuple[str, str, str]:
-    """``(mode, code, why)``: Python that binds ``var`` to ``mod``.
+    """`(mode, code, why)`: Python that binds `var` to `mod`.
 
-    ``mode`` is "tvmscript" when every string in the module is a plain name (checked on
+    `mode` is "tvmscript" when every string in the module is a plain name (checked on
     the objects) and the printed script parses back to a structurally equal module, else
-    "json" (``why`` says why not TVMScript). The JSON travels as one string literal
-    (zlib + base64, written with ``repr``), so no text from the IR becomes code.
+    "json" (`why` says why not TVMScript). The JSON travels as one string literal
+    (zlib + base64, written with `repr`), so no text from the IR becomes code.
     """
     why = "asked for" if module == "json" else ""
     if module != "json":
@@ -170,8 +170,8 @@ def module_code(mod: Any, var: str = "mod", module: str = "auto") -> tuple[str, 
 
 
 def _checked_script(mod: Any) -> tuple[str | None, str]:
-    """``(printed TVMScript, "")`` when ``mod`` can travel as TVMScript, else
-    ``(None, why not)``."""
+    """`(printed TVMScript, "")` when `mod` can travel as TVMScript, else
+    `(None, why not)`."""
     import tvm_ffi
     from tvm.script import from_source, ir, relax, tirx
 
@@ -198,10 +198,10 @@ def _checked_script(mod: Any) -> tuple[str | None, str]:
 # ------------------------------------------------------------------- reproducer
 @dataclass(frozen=True)
 class Reproducer(_render.Displayable):
-    """A self-contained script that re-runs one pass; ``.write(path)`` saves it.
+    """A self-contained script that re-runs one pass; `.write(path)` saves it.
 
-    ``expect`` is "error" (the pass failed in the build: the script should fail with
-    ``error``) or "ok"; ``mode`` says how the module travels ("tvmscript" or "json").
+    `expect` is "error" (the pass failed in the build: the script should fail with
+    `error`) or "ok"; `mode` says how the module travels ("tvmscript" or "json").
     """
 
     text: str = field(repr=False)
@@ -216,7 +216,7 @@ class Reproducer(_render.Displayable):
     kernel: str = ""
 
     def write(self, path: str | Path | None = None) -> Path:
-        """Write the script to ``path`` (a file, or a folder that gets ``self.name``)."""
+        """Write the script to `path` (a file, or a folder that gets `self.name`)."""
         p = Path(path) if path is not None else Path(self.name)
         if p.is_dir():
             p = p / self.name
@@ -241,17 +241,17 @@ def reproducer(what: Any, trace: Any = None, *, module: str = "auto",
 
     Nothing from the trace becomes code in the script: the module travels as TVMScript
     only when every name in it is a plain identifier (else as TVM JSON in a string
-    literal), and names and messages are written as string constants with ``repr``.
+    literal), and names and messages are written as string constants with `repr`.
 
     Parameters
     ----------
     what
-        A :class:`~passlab.Step` (any pass, healthy or failed), a :class:`~passlab.Trace`
-        or a :class:`~passlab.BuildError` (its failure: the failing pass, or codegen).
+        A `Step` (any pass, healthy or failed), a `Trace`
+        or a `BuildError` (its failure: the failing pass, or codegen).
     trace
-        The trace ``what`` came from, when ``what`` is a step: it gives the target and
+        The trace `what` came from, when `what` is a step: it gives the target and
         the user's pass functions. Default: the trace the step belongs to
-        (``step.owner``), while that trace is alive.
+        (`step.owner`), while that trace is alive.
     module
         How the input module travels: "auto" (TVMScript when it parses back to the
         same IR, else JSON), "json" (exact, down to variable names; not readable) or
@@ -384,7 +384,7 @@ carry or had to guess (NOTES). Names and messages from the trace appear only the
 
 def _header(about: dict[str, str], trace: Any, target: str, expected: str, error: str,
             notes: list[str]) -> list[str]:
-    """The fixed docstring, then every name and message as a ``repr``-quoted constant."""
+    """The fixed docstring, then every name and message as a `repr`-quoted constant."""
     versions = dict(trace._meta.get("versions", {})) if trace is not None else {}
     made = (f"apache-tvm {versions.get('apache-tvm', '?')}, apache-tvm-ffi "
             f"{versions.get('apache-tvm-ffi', '?')}") if versions else "unknown versions"
@@ -402,7 +402,7 @@ _RULE = 80
 
 
 def _section(title: str) -> str:
-    """A comment line; ``title`` is always passlab's own fixed text."""
+    """A comment line; `title` is always passlab's own fixed text."""
     return f"# --- {title} ".ljust(_RULE, "-")
 
 
@@ -511,7 +511,7 @@ def _codegen_reproducer(trace: Any, module: str) -> Reproducer:
 
 def _kernel_reproducer(trace: Any, culprit: Any, module: str) -> Reproducer:
     """Code generation fails on one kernel: the script holds that lowered function alone
-    and runs the target's code generator on it, as ``tvm.tirx.build`` ends."""
+    and runs the target's code generator on it, as `tvm.tirx.build` ends."""
     mode, mod_code, why = module_code(culprit.module, module=module)
     f = trace.failure
     error = f"{f.error_type}: {f.message}"

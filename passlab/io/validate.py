@@ -1,24 +1,24 @@
 """Checks that a saved trace can be handed to TVM without crashing the process.
 
-TVM's ``load_json`` trusts its input: an array node that contains itself recurses until
+TVM's `load_json` trusts its input: an array node that contains itself recurses until
 the stack overflows, a null where TVM expects a value (a Relax function without a body)
-loads and then crashes the printer. So :func:`check_ir_graph` reads the JSON graph
-that ``tvm.ir.save_json`` writes (``{"root_index", "nodes": [{"type", "data"}],
-"metadata"}``) before TVM sees it, with the field information of tvm_ffi's own type
+loads and then crashes the printer. So `check_ir_graph` reads the JSON graph
+that `tvm.ir.save_json` writes (`{"root_index", "nodes": [{"type", "data"}],
+"metadata"}`) before TVM sees it, with the field information of tvm_ffi's own type
 registry (each registered type's fields, their static kind and type schema), and
-:func:`passlab.io._wellformed.check_loaded` runs TVM's well-formedness checks on what
-loaded before any view touches it. Anything wrong is a :class:`~passlab.errors.TraceFileError` that names the
-node index, its type key and the field. (``trace.json`` is checked by
-:mod:`passlab.io._trace_json`, with the step limits defined here.)
+`passlab.io._wellformed.check_loaded` runs TVM's well-formedness checks on what
+loaded before any view touches it. Anything wrong is a `TraceFileError` that names the
+node index, its type key and the field. (`trace.json` is checked by
+`passlab.io._trace_json`, with the step limits defined here.)
 
-The format, as tvm_ffi 0.1.14 writes and reads it (``src/ffi/extra/serialization.cc``):
-a node is ``{"type": key}`` plus ``"data"``: a plain value for ``bool``, ``int``,
-``float``, ``DataType`` (a string), ``Device`` ([type, id]), ``ffi.String``,
-``ffi.Bytes`` (base64), ``ffi.Shape`` (integers); a list of node indices for
-``ffi.Array``/``ffi.List``; alternating key and value indices for ``ffi.Map``/``ffi.Dict``;
+The format, as tvm_ffi 0.1.14 writes and reads it (`src/ffi/extra/serialization.cc`):
+a node is `{"type": key}` plus `"data"`: a plain value for `bool`, `int`,
+`float`, `DataType` (a string), `Device` ([type, id]), `ffi.String`,
+`ffi.Bytes` (base64), `ffi.Shape` (integers); a list of node indices for
+`ffi.Array`/`ffi.List`; alternating key and value indices for `ffi.Map`/`ffi.Dict`;
 for an object, a dict of its fields (a plain value for fields of static kind
 bool/int/float/DataType, a node index otherwise) or, for the few types with a JSON form
-of their own, that form (``ir.Op``: the operator name, ``ffi.Tensor``: base64 of TVM's
+of their own, that form (`ir.Op`: the operator name, `ffi.Tensor`: base64 of TVM's
 tensor format). The serializer writes children before their parents, so in a graph it
 wrote every reference points to a lower index: requiring that rules out cycles.
 """
@@ -171,13 +171,13 @@ def _int_ranges() -> dict[tuple[str, str], range]:
 
 @cache
 def _required(key: str) -> frozenset[str]:
-    """Fields of ``key`` that have no default: TVM's loader needs them."""
+    """Fields of `key` that have no default: TVM's loader needs them."""
     return frozenset(n for n, (_, _, default) in _fields(key).items() if not default)
 
 
 @cache
 def _is_a(key: str, family: str) -> bool:
-    """True when ``key`` is an IR object type that is ``family`` or derives from it."""
+    """True when `key` is an IR object type that is `family` or derives from it."""
     t = _type(key)
     if t is None:
         return False
@@ -207,7 +207,7 @@ class _Graph:
         return value
 
     def conforms(self, schema: _Schema | None, j: int) -> str | None:
-        """None when node ``j`` has the kind ``schema`` asks for, else what is wrong
+        """None when node `j` has the kind `schema` asks for, else what is wrong
         (memoized: an array of variables is referred to from many places)."""
         if schema is None:
             return None
@@ -283,7 +283,7 @@ def _show(schema: _Schema) -> str:
 
 def references(node: dict[str, Any]) -> list[tuple[Any, Any]]:
     """(container, key) of every reference slot of a node of a graph that
-    :func:`check_ir_graph` accepted (a container's elements, an object's fields that TVM
+    `check_ir_graph` accepted (a container's elements, an object's fields that TVM
     stores as node indices)."""
     key, data = node["type"], node.get("data")
     if key in ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict") and isinstance(data, list):
@@ -296,8 +296,8 @@ def references(node: dict[str, Any]) -> list[tuple[Any, Any]]:
 
 
 def modules_in(graph: Any, what: Callable[[str], TraceFileError]) -> int:
-    """How many modules the parsed ``ir.json`` holds (the length of its root array),
-    after checking the graph's outline; :func:`check_ir_graph` checks the nodes."""
+    """How many modules the parsed `ir.json` holds (the length of its root array),
+    after checking the graph's outline; `check_ir_graph` checks the nodes."""
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise what("ir.json is not a TVM JSON graph (an object with a 'nodes' list)")
     nodes = graph["nodes"]
@@ -317,10 +317,10 @@ def modules_in(graph: Any, what: Callable[[str], TraceFileError]) -> int:
 
 
 def check_ir_graph(graph: Any, what: Callable[[str], TraceFileError]) -> None:
-    """Check every node of the parsed ``ir.json`` of a trace (after :func:`modules_in`).
+    """Check every node of the parsed `ir.json` of a trace (after `modules_in`).
 
-    ``what(message)`` builds the error to raise. The graph must be what
-    ``tvm.ir.save_json(list_of_modules)`` writes, within the limits of this module.
+    `what(message)` builds the error to raise. The graph must be what
+    `tvm.ir.save_json(list_of_modules)` writes, within the limits of this module.
     """
     modules_in(graph, what)
     nodes, root = graph["nodes"], graph["root_index"]
@@ -358,8 +358,8 @@ _OWN_FORM, _ENUM = "own form", "enum"
 
 @cache
 def _plan(key: str) -> tuple[dict[str, _FieldPlan], frozenset[str], bool] | str | None:
-    """What checking an object node of type ``key`` takes, looked up once per type: None
-    for a type that is not IR, :data:`_OWN_FORM`, :data:`_ENUM`, or (field plans,
+    """What checking an object node of type `key` takes, looked up once per type: None
+    for a type that is not IR, `_OWN_FORM`, `_ENUM`, or (field plans,
     required fields, an immediate whose value is checked against its type)."""
     t = _type(key)
     if t is None:

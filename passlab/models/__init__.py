@@ -1,9 +1,9 @@
 """Models: the built-in networks, the importers, and the one model resolution.
 
-* :mod:`~passlab.models.builtin`: small, download-free networks (``mlp``, ``resnet``,
-  ``transformer``, ``mobilenet``) written with ``tvm.relax.frontend.nn``;
-* :mod:`~passlab.models.importers`: :func:`load` (ONNX, PyTorch, TVMScript, nn.Module)
-  and :func:`as_module`, which every entry point uses to turn "a model" into an IRModule.
+* `builtin`: small, download-free networks (`mlp`, `resnet`,
+  `transformer`, `mobilenet`) written with `tvm.relax.frontend.nn`;
+* `importers`: `load` (ONNX, PyTorch, TVMScript, nn.Module)
+  and `as_module`, which every entry point uses to turn "a model" into an IRModule.
 
 Examples
 --------

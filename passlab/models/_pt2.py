@@ -1,19 +1,19 @@
-"""Loading a ``.pt2`` archive (``torch.export.save``) without running code from it.
+"""Loading a `.pt2` archive (`torch.export.save`) without running code from it.
 
-``torch.export.load`` runs code from the file in several places: a weight or constant
-whose payload config says ``"use_pickle": true`` is read with
-``torch.load(weights_only=False)``; the example inputs are unpickled with
-``weights_only=False`` when the restricted unpickler refuses them; "opaque" constants
-go through ``pickle.loads``, torchbind objects through TorchScript's unpickler; an
+`torch.export.load` runs code from the file in several places: a weight or constant
+whose payload config says `"use_pickle": true` is read with
+`torch.load(weights_only=False)`; the example inputs are unpickled with
+`weights_only=False` when the restricted unpickler refuses them; "opaque" constants
+go through `pickle.loads`, torchbind objects through TorchScript's unpickler; an
 AOTInductor package loads shared libraries; the symbolic shape expressions of the model
-JSON go through ``sympy.sympify``, which is ``eval``; and an archive the new reader
+JSON go through `sympy.sympify`, which is `eval`; and an archive the new reader
 cannot read is tried again in the old format, through the same paths.
 
-Without trust, :func:`load_untrusted` first reads the archive as data, with torch's own
+Without trust, `load_untrusted` first reads the archive as data, with torch's own
 archive reader (so that it sees exactly the members torch would), and refuses any of
-these (:class:`passlab.errors.UntrustedModelError`, which says ``trust=True``); then it
+these (`passlab.errors.UntrustedModelError`, which says `trust=True`); then it
 calls the archive loader directly (no fall-back to the old format) with torch's
-``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` set, so that every ``torch.load`` it makes uses the
+`TORCH_FORCE_WEIGHTS_ONLY_LOAD` set, so that every `torch.load` it makes uses the
 restricted unpickler, which builds tensors and plain containers only.
 """
 
@@ -59,11 +59,11 @@ _MAX_EXPR = 4096  # characters of one shape expression
 
 
 def unsafe_expression(text: Any) -> str | None:
-    """Why ``text`` is not a plain symbolic-shape expression (``s0*2``,
-    ``Max(1, s0)``), or None: only numbers, operators, brackets, commas, quoted plain
-    names, symbols named like ``s0`` and the names of :data:`_SYMPY_NAMES` (no
+    """Why `text` is not a plain symbolic-shape expression (`s0*2`,
+    `Max(1, s0)`), or None: only numbers, operators, brackets, commas, quoted plain
+    names, symbols named like `s0` and the names of `_SYMPY_NAMES` (no
     attribute access, no other string, no other name: nothing that could reach Python's
-    builtins through ``eval``)."""
+    builtins through `eval`)."""
     if not isinstance(text, str):
         return f"a {type(text).__name__}, not a string"
     if len(text) > _MAX_EXPR:
@@ -81,7 +81,7 @@ def unsafe_expression(text: Any) -> str | None:
 
 
 def _walk_expressions(node: Any) -> Iterator[Any]:
-    """Every ``expr_str`` value in a model's JSON (what the deserializer sympifies)."""
+    """Every `expr_str` value in a model's JSON (what the deserializer sympifies)."""
     stack = [node]
     while stack:
         x = stack.pop()
@@ -96,7 +96,7 @@ def _walk_expressions(node: Any) -> Iterator[Any]:
 
 
 def check_archive(path: str | os.PathLike) -> None:
-    """Refuse a ``.pt2`` archive that would make ``torch.export.load`` run code.
+    """Refuse a `.pt2` archive that would make `torch.export.load` run code.
 
     Raises
     ------
@@ -193,8 +193,8 @@ _ENV_LOCK = threading.Lock()
 
 @contextmanager
 def weights_only() -> Iterator[None]:
-    """Every ``torch.load`` in the block uses torch's restricted unpickler (tensors and
-    plain containers only), whatever ``weights_only=`` its caller passes."""
+    """Every `torch.load` in the block uses torch's restricted unpickler (tensors and
+    plain containers only), whatever `weights_only=` its caller passes."""
     keys = ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
     with _ENV_LOCK:
         saved = {k: os.environ.get(k) for k in keys}
@@ -211,7 +211,7 @@ def weights_only() -> Iterator[None]:
 
 
 def load_untrusted(path: Path) -> Any:
-    """The ExportedProgram in ``path``, read without running code from the file."""
+    """The ExportedProgram in `path`, read without running code from the file."""
     import pickle
 
     from torch.export.pt2_archive._package import load_pt2

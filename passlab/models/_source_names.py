@@ -1,16 +1,16 @@
-"""Source names: which node of the imported model each binding of ``main`` came from.
+"""Source names: which node of the imported model each binding of `main` came from.
 
 TVM's ONNX and PyTorch importers drop node names: the Relax bindings they emit are
-``lv``, ``lv1`` ... . Each importer keeps, while it runs, a table from the source graph's
-values to the Relax expressions it made for them (the ONNX importer's ``_nodes``, by
-tensor name; the PyTorch importer's ``env``, by ``fx.Node``). :func:`capturing` keeps
-that table when the import ends; :func:`attach` then finds each expression among the
-bindings of ``main`` (by object identity, never by printed text) and writes the node's
-name into the binding's span (``Span(SourceName(text), ...)``, the text a JSON list of
-the names, so that no name, whatever it holds, can split into two). A binding a converter made on the way (the ``reshape`` of a Conv
+`lv`, `lv1` ... . Each importer keeps, while it runs, a table from the source graph's
+values to the Relax expressions it made for them (the ONNX importer's `_nodes`, by
+tensor name; the PyTorch importer's `env`, by `fx.Node`). `capturing` keeps
+that table when the import ends; `attach` then finds each expression among the
+bindings of `main` (by object identity, never by printed text) and writes the node's
+name into the binding's span (`Span(SourceName(text), ...)`, the text a JSON list of
+the names, so that no name, whatever it holds, can split into two). A binding a converter made on the way (the `reshape` of a Conv
 bias) belongs to the node whose result reads it. Spans are TVM's own record of where IR
 came from: they are not printed, structural equality and hashes ignore them, and
-``tvm.ir.save_json`` (so a saved trace) keeps them. :func:`source_names` reads them back.
+`tvm.ir.save_json` (so a saved trace) keeps them. `source_names` reads them back.
 
 Examples
 --------
@@ -39,7 +39,7 @@ _LOCK = threading.Lock()
 
 @contextmanager
 def capturing(module: str, cls: str, method: str, attr: str) -> Iterator[list[Any]]:
-    """While active, each call of ``module.cls.method`` appends ``self.<attr>`` (the
+    """While active, each call of `module.cls.method` appends `self.<attr>` (the
     importer's table of converted values) to the list this yields. If TVM moved the class
     or method, the list stays empty: the import runs as is, without source names."""
     import importlib
@@ -74,13 +74,13 @@ _SEP = "\n"
 
 
 def _text(names: Sequence[str]) -> str:
-    """The ``SourceName`` text of ``names``: a JSON list (``["/conv1/Conv"]``), parsed
-    back as data by :func:`_names`, never split on what a name holds."""
+    """The `SourceName` text of `names`: a JSON list (`["/conv1/Conv"]`), parsed
+    back as data by `_names`, never split on what a name holds."""
     return json.dumps(list(names), ensure_ascii=False)
 
 
 def _names(text: str) -> tuple[str, ...]:
-    """The names :func:`_text` wrote; other text (an older trace's newline-joined names,
+    """The names `_text` wrote; other text (an older trace's newline-joined names,
     a span some other tool wrote) is split the old way."""
     if text.startswith("["):
         try:
@@ -100,7 +100,7 @@ def _span(names: Sequence[str]) -> Any:
 
 def _owners(func: Any, results: Sequence[tuple[Any, str]]) -> dict[int, tuple[str, ...]]:
     """Address of each binding var -> the source names it came from. Objects are keyed by
-    address (``id_``): Relax expressions overload ``==``."""
+    address (`id_`): Relax expressions overload `==`."""
     relax = _tvm.relax()
     named: dict[int, list[str]] = {}
     for expr, name in results:
@@ -126,8 +126,8 @@ def _owners(func: Any, results: Sequence[tuple[Any, str]]) -> dict[int, tuple[st
 
 
 def attach(mod: Any, results: Sequence[tuple[Any, str]], function: str = "main") -> Any:
-    """``mod`` with the span of each binding of ``function`` naming the source nodes it
-    came from. ``results`` are ``(Relax expression, node name)`` pairs from the importer's
+    """`mod` with the span of each binding of `function` naming the source nodes it
+    came from. `results` are `(Relax expression, node name)` pairs from the importer's
     table; unnamed nodes are left out. The module is returned unchanged when nothing
     matched or the rewritten function would not be structurally equal to the original."""
     relax = _tvm.relax()
@@ -148,7 +148,7 @@ def attach(mod: Any, results: Sequence[tuple[Any, str]], function: str = "main")
 
 
 def source_names(func: Any) -> dict[str, tuple[str, ...]]:
-    """binding name -> the source node names :func:`attach` wrote into its span."""
+    """binding name -> the source node names `attach` wrote into its span."""
     out: dict[str, tuple[str, ...]] = {}
     for b in _ir.iter_bindings(func):
         source = getattr(b.span, "source_name", None)
@@ -158,8 +158,8 @@ def source_names(func: Any) -> dict[str, tuple[str, ...]]:
 
 
 def relabel(func: Any, names: Mapping[str, Sequence[str]]) -> Any:
-    """``func`` with the span of each binding named in ``names`` (binding name -> source
-    names, as :func:`source_names` returns them) written again: for a function a rewrite
+    """`func` with the span of each binding named in `names` (binding name -> source
+    names, as `source_names` returns them) written again: for a function a rewrite
     rebuilt (renamed symbolic variables), whose bindings kept their names, not spans."""
     if not names:
         return func
@@ -167,7 +167,7 @@ def relabel(func: Any, names: Mapping[str, Sequence[str]]) -> Any:
 
 
 def _respanned(func: Any, names_of: Callable[[Any], Sequence[str] | None]) -> Any:
-    """``func`` rebuilt with each binding for which ``names_of`` gives source names
+    """`func` rebuilt with each binding for which `names_of` gives source names
     spanned by them; the other bindings as they were."""
     relax = _tvm.relax()
 

@@ -1,16 +1,16 @@
-"""The user's names for a ``torch.export`` program's symbolic dimensions.
+"""The user's names for a `torch.export` program's symbolic dimensions.
 
-``torch.export.export(..., dynamic_shapes={"x": {1: Dim("seq")}})`` records the dimension
-as a sympy symbol (``s27``) and keeps the name ``seq`` only in the program's shape
+`torch.export.export(..., dynamic_shapes={"x": {1: Dim("seq")}})` records the dimension
+as a sympy symbol (`s27`) and keeps the name `seq` only in the program's shape
 environment, which maps each symbol to the input sizes it came from
-(``var_to_sources``: ``L['x'].size()[1]``) and those to the ``Dim`` names
-(``source_name_to_debug_name``). TVM's importer names its symbolic variables after the
-symbols, so a user who wrote ``seq`` would read ``s27`` and have ``bounds={"seq": 16}``
-refused. :func:`dim_names` reads the names back; the importer renames the variables
-(:func:`passlab._tvm.ir.rename_symbolic_vars`).
+(`var_to_sources`: `L['x'].size()[1]`) and those to the `Dim` names
+(`source_name_to_debug_name`). TVM's importer names its symbolic variables after the
+symbols, so a user who wrote `seq` would read `s27` and have `bounds={"seq": 16}`
+refused. `dim_names` reads the names back; the importer renames the variables
+(`passlab._tvm.ir.rename_symbolic_vars`).
 
 Those tables are torch internals: when they are missing (another torch release, a
-program read back with ``torch.export.load``, which keeps no names) the symbols stay as
+program read back with `torch.export.load`, which keeps no names) the symbols stay as
 they are.
 """
 
@@ -46,8 +46,8 @@ def _source_name(source: Any) -> str | None:
 
 
 def dim_names(program: Any) -> dict[str, str]:
-    """Symbol name -> the user's ``Dim`` name (``{"s27": "seq"}``) for each symbolic
-    dimension of ``program`` that has one. A name is kept only when it is a plain
+    """Symbol name -> the user's `Dim` name (`{"s27": "seq"}`) for each symbolic
+    dimension of `program` that has one. A name is kept only when it is a plain
     identifier, not a Python keyword, and neither taken by another dimension nor already
     a symbol's name, so that renaming never merges two variables."""
     env = _shape_env(program)

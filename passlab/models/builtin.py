@@ -1,8 +1,8 @@
-"""Built-in models: small, download-free networks written with ``tvm.relax.frontend.nn``.
+"""Built-in models: small, download-free networks written with `tvm.relax.frontend.nn`.
 
-Every function returns a plain :class:`tvm.IRModule` whose entry function is ``forward``.
-Weights are function parameters after the inputs (the ``num_input`` attribute says how many
-leading parameters are inputs), exactly as ``nn.Module.export_tvm`` produces them, so a
+Every function returns a plain `tvm.IRModule` whose entry function is `forward`.
+Weights are function parameters after the inputs (the `num_input` attribute says how many
+leading parameters are inputs), exactly as `nn.Module.export_tvm` produces them, so a
 build never spends time folding large constants.
 
 Examples
@@ -28,7 +28,7 @@ def _nn() -> Any:
 
 
 def mlp(batch: int = 4, features: int = 16, hidden: int = 32, classes: int = 8):
-    """A two-layer perceptron ``Linear -> ReLU -> Linear`` with hand-computable sizes.
+    """A two-layer perceptron `Linear -> ReLU -> Linear` with hand-computable sizes.
 
     With the defaults every tensor is float32: the input is 4x16 (256 B), the hidden
     activations 4x32 (512 B) and the output 4x8 (128 B).
@@ -114,7 +114,7 @@ def resnet(
 
 
 def _batch_norm_class():
-    """An inference-mode ``R.nn.batch_norm`` as an nn.Module (nn has none built in)."""
+    """An inference-mode `R.nn.batch_norm` as an nn.Module (nn has none built in)."""
     nn = _nn()
     from tvm import relax
     from tvm.relax.frontend.nn import op
@@ -215,10 +215,10 @@ def transformer(
     vocab: int = 128,
     batch: int = 1,
 ):
-    """A small decoder-only transformer: token embedding, ``layers`` pre-norm blocks of
+    """A small decoder-only transformer: token embedding, `layers` pre-norm blocks of
     RMSNorm, causal multi-head attention and a SwiGLU MLP, a final RMSNorm and LM head.
 
-    Pass ``seq_len="n"`` (any string) for the dynamic-shape variant: the sequence length
+    Pass `seq_len="n"` (any string) for the dynamic-shape variant: the sequence length
     becomes the symbolic variable of that name.
     """
     nn = _nn()
@@ -280,8 +280,8 @@ def transformer(
 
 
 def with_constant_weights(mod, seed: int = 0, function: str = "forward"):
-    """Bind random weights into ``mod`` as constants (every parameter after the
-    ``num_input`` inputs), as a model loaded with its weights would be.
+    """Bind random weights into `mod` as constants (every parameter after the
+    `num_input` inputs), as a model loaded with its weights would be.
 
     FoldConstant then has real work to do: it runs a whole TIR build inside itself,
     which the recorder shows as inner steps.
@@ -312,7 +312,7 @@ NAMES: tuple[str, ...] = tuple(_BUILTIN)
 
 
 def by_name(name: str):
-    """Return the built-in model called ``name`` (one of :data:`NAMES`) as an IRModule."""
+    """Return the built-in model called `name` (one of `NAMES`) as an IRModule."""
     try:
         factory = _BUILTIN[name]
     except KeyError:

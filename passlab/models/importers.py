@@ -1,11 +1,11 @@
 """Bring your own model: an IRModule from whatever the user has.
 
-:func:`load` picks the importer from what it is given: an IRModule (as is), TVMScript
-source, a ``tvm.relax.frontend.nn.Module``, an ONNX file or ``onnx.ModelProto``, a
-PyTorch ``nn.Module`` or ``torch.export.ExportedProgram``. Each importer's package is
+`load` picks the importer from what it is given: an IRModule (as is), TVMScript
+source, a `tvm.relax.frontend.nn.Module`, an ONNX file or `onnx.ModelProto`, a
+PyTorch `nn.Module` or `torch.export.ExportedProgram`. Each importer's package is
 imported only when it is needed; a missing one names the extra to install.
 
-Every call into a TVM frontend lives in the ``_from_*`` functions at the bottom, so that a
+Every call into a TVM frontend lives in the `_from_*` functions at the bottom, so that a
 TVM upgrade touches only them.
 
 Examples
@@ -72,68 +72,68 @@ def load(
     inputs: Sequence[str] | None = None,
     **shapes: Any,
 ):
-    """Import ``model`` as a :class:`tvm.IRModule`, choosing the importer from its type.
+    """Import `model` as a `tvm.IRModule`, choosing the importer from its type.
 
     Parameters
     ----------
     model
         One of:
 
-        * a ``tvm.IRModule`` (returned as is);
-        * TVMScript source text (``IRModule.script()`` output);
-        * a path (``str`` or ``os.PathLike``) to a ``.onnx`` file, a ``.pt2`` exported
-          PyTorch program or a ``.py`` file of TVMScript;
-        * an ``onnx.ModelProto``;
-        * a ``tvm.relax.frontend.nn.Module`` (give ``spec=`` or the input shapes);
-        * a PyTorch ``torch.nn.Module`` (give ``example_inputs=``) or a
-          ``torch.export.ExportedProgram``.
+        * a `tvm.IRModule` (returned as is);
+        * TVMScript source text (`IRModule.script()` output);
+        * a path (`str` or `os.PathLike`) to a `.onnx` file, a `.pt2` exported
+          PyTorch program or a `.py` file of TVMScript;
+        * an `onnx.ModelProto`;
+        * a `tvm.relax.frontend.nn.Module` (give `spec=` or the input shapes);
+        * a PyTorch `torch.nn.Module` (give `example_inputs=`) or a
+          `torch.export.ExportedProgram`.
     spec
-        For a ``relax.frontend.nn.Module``: the ``export_tvm`` spec, e.g.
-        ``{"forward": {"x": nn.spec.Tensor((1, 16), "float32")}}``. Without it, the
-        shapes given as keywords make the spec of ``forward``.
+        For a `relax.frontend.nn.Module`: the `export_tvm` spec, e.g.
+        `{"forward": {"x": nn.spec.Tensor((1, 16), "float32")}}`. Without it, the
+        shapes given as keywords make the spec of `forward`.
     example_inputs
-        For a ``torch.nn.Module``: the positional inputs ``torch.export.export`` traces
-        with, e.g. ``(torch.randn(1, 3, 32, 32),)``.
+        For a `torch.nn.Module`: the positional inputs `torch.export.export` traces
+        with, e.g. `(torch.randn(1, 3, 32, 32),)`.
     keep_params_in_input
-        ONNX and PyTorch: make the weights parameters of ``main`` after the inputs
-        (``num_input`` says how many inputs; for ONNX the weight values are in
-        ``mod["main"].attrs["params"]``). Default: weights are bound as constants, so
-        ``passlab.build(mod).run(x)`` computes with the real weights.
+        ONNX and PyTorch: make the weights parameters of `main` after the inputs
+        (`num_input` says how many inputs; for ONNX the weight values are in
+        `mod["main"].attrs["params"]`). Default: weights are bound as constants, so
+        `passlab.build(mod).run(x)` computes with the real weights.
     dtype
-        Element type of the inputs given by shape (``nn.Module``); ONNX reads its own.
+        Element type of the inputs given by shape (`nn.Module`); ONNX reads its own.
     trust
-        For a ``.pt2`` file: read it with ``torch.export.load`` as it is, pickles
-        included. Default False: ``.pt2`` archives are read as data (tensors, JSON), and
+        For a `.pt2` file: read it with `torch.export.load` as it is, pickles
+        included. Default False: `.pt2` archives are read as data (tensors, JSON), and
         one that holds pickled weights or objects, compiled libraries, the old layout or
         a shape expression that is not plain arithmetic is refused with
-        :class:`passlab.errors.UntrustedModelError` (nothing in it runs). ONNX files are
+        `passlab.errors.UntrustedModelError` (nothing in it runs). ONNX files are
         data either way; TVMScript always runs Python (see below).
     inputs
         The names of the entry function's real inputs; every other parameter is a weight.
-        They become its first parameters and TVM's ``num_input`` attribute says how many,
+        They become its first parameters and TVM's `num_input` attribute says how many,
         which is what every view folds weights by. Without it, an ONNX model whose
-        weights are graph inputs (``torch.onnx.export(..., export_params=False)``) is
+        weights are graph inputs (`torch.onnx.export(..., export_params=False)`) is
         marked by itself: an input is a weight when it is only consumed as a weight
-        operand (a ``Conv`` or ``Gemm`` weight or bias, ``BatchNormalization``
-        statistics, ...), directly or through a ``Transpose``/``Reshape``-like op.
+        operand (a `Conv` or `Gemm` weight or bias, `BatchNormalization`
+        statistics, ...), directly or through a `Transpose`/`Reshape`-like op.
     **shapes
-        Input shapes by input name, e.g. ``load("m.onnx", input=(1, 3, 32, 32))``: fixes
-        the dynamic dimensions of ONNX inputs, or makes the spec of an ``nn.Module``.
+        Input shapes by input name, e.g. `load("m.onnx", input=(1, 3, 32, 32))`: fixes
+        the dynamic dimensions of ONNX inputs, or makes the spec of an `nn.Module`.
         Names that are not Python identifiers go through a dict:
-        ``load("m.onnx", **{"input.1": (1, 3, 224, 224)})``.
+        `load("m.onnx", **{"input.1": (1, 3, 224, 224)})`.
 
     Returns
     -------
     tvm.IRModule
-        From ONNX and PyTorch, the span of each binding of ``main`` names the source
-        node it came from (the ONNX node name, e.g. ``/layer1/layer1.0/conv1/Conv``; the
-        PyTorch module path and ``torch.export`` node name, e.g. ``layer1.0.conv1`` and
-        ``convolution_1``), so that :func:`passlab.provenance` can look operators and
+        From ONNX and PyTorch, the span of each binding of `main` names the source
+        node it came from (the ONNX node name, e.g. `/layer1/layer1.0/conv1/Conv`; the
+        PyTorch module path and `torch.export` node name, e.g. `layer1.0.conv1` and
+        `convolution_1`), so that `passlab.provenance` can look operators and
         kernels up by them. Spans are not printed and change no structural hash.
 
     Warnings
     --------
-    Loading TVMScript (a ``.py`` file, or source text) runs Python: TVM's parser evaluates
+    Loading TVMScript (a `.py` file, or source text) runs Python: TVM's parser evaluates
     the decorators and annotations in it, so load only files you trust. passlab never
     loads one by itself (saved traces and reproducers carry no TVMScript to run); only
     this explicit call, or naming the file on the command line, does.
@@ -146,8 +146,8 @@ def load(
         A file that is not a model, an unknown file type, or a model with operators the
         importer does not support.
     UntrustedModelError
-        (a ModelFormatError) A ``.pt2`` file that only loads by running code from it,
-        without ``trust=True``.
+        (a ModelFormatError) A `.pt2` file that only loads by running code from it,
+        without `trust=True`.
     MissingImporterError
         The importer's package (onnx, torch) is not installed; the message names the
         extra to install.
@@ -202,12 +202,12 @@ _WHAT = ("a tvm.IRModule, TVMScript source, a path to a " + ", ".join(SUFFIXES) 
 
 def as_module(model: Any, *, trust: bool = False):
     """An IRModule from anything passlab takes as a model: an IRModule, a built-in model
-    name (:data:`passlab.models.NAMES`), TVMScript source, a model file path, or any
-    object :func:`load` takes. This is the one model resolution: ``build``, ``bisect``,
-    ``preview`` and the command line all use it.
+    name (`passlab.models.NAMES`), TVMScript source, a model file path, or any
+    object `load` takes. This is the one model resolution: `build`, `bisect`,
+    `preview` and the command line all use it.
 
     A name that is none of these gives one error listing the built-in names (with close
-    matches) and the file types :func:`load` reads. ``trust`` is :func:`load`'s, for
+    matches) and the file types `load` reads. `trust` is `load`'s, for
     model files.
 
     Examples
@@ -260,7 +260,7 @@ def _no_extras(what: str, spec: Any, example_inputs: Any, shapes: Mapping[str, A
 
 
 def _kind(obj: Any) -> str | None:
-    """What kind of model ``obj`` is, judged from its class, without importing onnx or
+    """What kind of model `obj` is, judged from its class, without importing onnx or
     torch (a torch object can only exist when torch is already imported)."""
     for cls in type(obj).__mro__:
         mod, name = cls.__module__, cls.__name__
@@ -352,8 +352,8 @@ def _read_onnx(path: Path):
 
 
 def _onnx_inputs(model) -> list[tuple[str, tuple]]:
-    """``[(name, shape)]`` of the graph's real inputs (not initializers); unknown
-    dimensions are their ``dim_param`` name or ``"?"``."""
+    """`[(name, shape)]` of the graph's real inputs (not initializers); unknown
+    dimensions are their `dim_param` name or `"?"`."""
     inits = {i.name for i in model.graph.initializer}
     out = []
     for vi in model.graph.input:
@@ -366,7 +366,7 @@ def _onnx_inputs(model) -> list[tuple[str, tuple]]:
 
 
 def _unsupported_onnx_ops(model) -> dict[str, list[str]]:
-    """``{op_type: [node names]}`` of the nodes TVM's ONNX importer cannot convert."""
+    """`{op_type: [node names]}` of the nodes TVM's ONNX importer cannot convert."""
     try:
         from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
@@ -439,7 +439,7 @@ _WEIGHT_PLUMBING = frozenset({"Transpose", "Reshape", "Unsqueeze", "Squeeze", "F
 
 def _onnx_weight_inputs(model: Any) -> list[bool]:
     """For each graph input without an initializer, in order: is it used only as a
-    weight? Every use must be a weight operand (:data:`_WEIGHT_OPERANDS`), directly or
+    weight? Every use must be a weight operand (`_WEIGHT_OPERANDS`), directly or
     through plumbing ops whose results are used only so; one used nowhere stays an
     input."""
     graph = model.graph
@@ -588,8 +588,8 @@ def _from_torch(obj, example_inputs: Sequence[Any] | None, keep: bool,
 
 
 def _keep_dim_names(mod, names: Mapping[str, str]):
-    """``mod`` with the importer's symbolic variables (``s27``) named as the user's
-    ``torch.export.Dim`` (``seq``), so that shapes read and ``bounds=`` take them."""
+    """`mod` with the importer's symbolic variables (`s27`) named as the user's
+    `torch.export.Dim` (`seq`), so that shapes read and `bounds=` take them."""
     from passlab._tvm import ir as _ir
 
     if not names or "main" not in _tvm.functions(mod):
@@ -602,7 +602,7 @@ def _keep_dim_names(mod, names: Mapping[str, str]):
 
 
 def _module_path(node) -> str:
-    """The path of the innermost module that ran an ``fx.Node`` (``""`` at the top)."""
+    """The path of the innermost module that ran an `fx.Node` (`""` at the top)."""
     stack = node.meta.get("nn_module_stack") or {}
     path = list(stack.values())[-1][0] if stack else ""
     return path if isinstance(path, str) else ""

@@ -1,11 +1,11 @@
 """Recording a build: the PassInstrument, the one recorded run, the trace it yields,
-``build``/``record`` and the invariant checks.
+`build`/`record` and the invariant checks.
 
-Bottom to top: :mod:`~passlab.recording.recorder` (the instrument: before/after
-references, a depth stack), :mod:`~passlab.recording.trace` (Step and Trace: data only),
-:mod:`~passlab.recording.checks`, :mod:`~passlab.recording.run` (a recorder in a copy of
+Bottom to top: `recorder` (the instrument: before/after
+references, a depth stack), `trace` (Step and Trace: data only),
+`checks`, `run` (a recorder in a copy of
 the user's PassContext; failures become a BuildError carrying the trace) and
-:mod:`~passlab.recording.build` (``build``, ``record``, ``Build.run``).
+`build` (`build`, `record`, `Build.run`).
 """
 
 from __future__ import annotations

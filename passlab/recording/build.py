@@ -1,11 +1,11 @@
 """Build a module with a pipeline while recording every pass, then run it.
 
-``build()`` copies the user's current PassContext (opt_level, config, required and
-disabled passes, instruments), adds the recorder, and calls ``relax.build`` with the
+`build()` copies the user's current PassContext (opt_level, config, required and
+disabled passes, instruments), adds the recorder, and calls `relax.build` with the
 pipeline as one module pass, so TVM's TIR pipeline and codegen run (and are recorded) as
-usual. A failing build raises :class:`BuildError`, which carries the trace so far.
+usual. A failing build raises `BuildError`, which carries the trace so far.
 
-Builds run one at a time in a process (:data:`BUILD_LOCK`): TVM's pass pipeline is not
+Builds run one at a time in a process (`BUILD_LOCK`): TVM's pass pipeline is not
 thread-safe, so a build started in another thread waits for the running one.
 """
 
@@ -69,14 +69,14 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
           tir_pipeline: str | None = None, reuse: Build | Sequence[Build] = (),
           checks: Sequence[Any] = (),
           progress: bool | Callable[[str, int], None] | None = None) -> Build:
-    """Build ``model`` with ``pipeline`` while recording every pass.
+    """Build `model` with `pipeline` while recording every pass.
 
     Parameters
     ----------
     model
         An IRModule, TVMScript source, or a built-in model name ("mlp", "resnet", ...).
     pipeline
-        A :class:`Pipeline` (default: ``Pipeline.default(target or "llvm")``, which fuses)
+        A `Pipeline` (default: `Pipeline.default(target or "llvm")`, which fuses)
         or a variant name ("fused", "build").
     target
         Only needed without a pipeline; the pipeline carries its target.
@@ -88,33 +88,33 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         Earlier builds whose compiled kernels may be reused: when the Relax pipeline ends
         in a TIR module structurally equal to one of theirs, the TIR pipeline and codegen
         are skipped (the trace then has no "tir" steps and says so). Used by
-        ``passlab.rerun`` and ``passlab.bisect``.
+        `passlab.rerun` and `passlab.bisect`.
     progress
         None (default): a progress bar (tqdm: a widget in Jupyter, a bar on a terminal's
         stderr) once the build has run for 2 s, showing the pipeline's passes done, the
         pass that runs and the pass calls recorded; nothing when stderr is not a terminal
-        (``PASSLAB_PROGRESS=1`` or True asks for it there too). False: no bar. A callable
-        ``progress(pass_name, pass_calls_so_far)`` is called instead, when a pass of the
+        (`PASSLAB_PROGRESS=1` or True asks for it there too). False: no bar. A callable
+        `progress(pass_name, pass_calls_so_far)` is called instead, when a pass of the
         main chain or a stage starts.
     checks
         Invariants checked on the recorded modules after the build (see
-        :mod:`passlab.recording.checks`): ``[checks.well_formed(), checks.no_ops_after()]``.
+        `passlab.recording.checks`): `[checks.well_formed(), checks.no_ops_after()]`.
         Well-formedness is always checked after the user's own passes.
 
     Returns
     -------
     Build
-        ``.executable`` (a TVM VM executable), ``.trace`` and ``.run(*inputs)``.
+        `.executable` (a TVM VM executable), `.trace` and `.run(*inputs)`.
 
     Raises
     ------
     BuildError
-        When a pass or codegen fails; ``.trace`` keeps every step up to the failure, and
+        When a pass or codegen fails; `.trace` keeps every step up to the failure, and
         the message names the first pass that broke a check, which is often the cause.
     passlab.checks.CheckError
-        (a BuildError) When the build succeeded but a pass broke one of ``checks``.
+        (a BuildError) When the build succeeded but a pass broke one of `checks`.
     KeyboardInterrupt
-        Ctrl-C during a pass stays a KeyboardInterrupt, with ``.trace`` attached.
+        Ctrl-C during a pass stays a KeyboardInterrupt, with `.trace` attached.
 
     Examples
     --------
@@ -187,8 +187,8 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
 
 
 def _with_codegen(trace: Trace, kernels: Any, tgt: Any, pipe: Pipeline) -> Trace:
-    """``trace`` with its final ``codegen`` step: what the target produced, and the text
-    of the pipeline's source emitters (its ``codegen`` stage), run on the lowered TIR
+    """`trace` with its final `codegen` step: what the target produced, and the text
+    of the pipeline's source emitters (its `codegen` stage), run on the lowered TIR
     module. Reused kernels bring the code of the build that compiled them."""
     if kernels is None:
         return trace
@@ -232,7 +232,7 @@ def _violations(trace: Trace, checks: Sequence[Any]) -> tuple:
 
 
 class Recording:
-    """What :func:`record` yields: ``.trace`` is filled in when the block exits."""
+    """What `record` yields: `.trace` is filled in when the block exits."""
 
     def __init__(self, run: RecordedRun):
         self._run = run
@@ -245,7 +245,7 @@ class Recording:
 
 @contextmanager
 def record() -> Iterator[Recording]:
-    """Record every pass run inside the block, e.g. your own ``relax.build`` call.
+    """Record every pass run inside the block, e.g. your own `relax.build` call.
 
     The current PassContext is copied (opt_level, config, disabled/required passes,
     instruments) and the recorder added. Pass contexts are thread-local: passes run by
@@ -291,9 +291,9 @@ class Build:
         return _tvm.virtual_machine(self.executable)
 
     def source(self, kind: str | None = None, kernel: str | None = None) -> str:
-        """What the target generated: ``kind`` "llvm" (LLVM IR), "asm", "c", "cuda"
+        """What the target generated: `kind` "llvm" (LLVM IR), "asm", "c", "cuda"
         (also "opencl", "metal", "webgpu" ...; default the target's main one, see
-        ``trace.code.kinds``); with ``kernel``, only that TIR kernel's functions.
+        `trace.code.kinds`); with `kernel`, only that TIR kernel's functions.
 
         Examples
         --------
@@ -314,10 +314,10 @@ class Build:
 
     def inputs(self, seed: int = 0, shapes: Mapping[str, int] | None = None,
                function: str | None = None) -> list:
-        """Random arguments for every parameter of ``function`` (inputs and weights).
+        """Random arguments for every parameter of `function` (inputs and weights).
 
         Floats are uniform in [-1, 1) (in [0.5, 1.5) for parameters whose name says they
-        are variances), integers in [0, 8); symbolic dimensions take ``shapes[name]``
+        are variances), integers in [0, 8); symbolic dimensions take `shapes[name]`
         (default 8). The same seed gives the same arrays, so two builds of one model can
         be compared.
         """
@@ -343,7 +343,7 @@ class Build:
         """Run the executable: numpy in, numpy out.
 
         Missing arguments (all of them, or the weights after the given inputs) are drawn
-        by :meth:`inputs` with ``seed``.
+        by `inputs` with `seed`.
         """
         name = function or self.entry
         args = list(inputs)
@@ -359,8 +359,8 @@ class Build:
                 min_repeat_ms: int | None = None, seed: int = 0) -> Any:
         """Run time of the entry function and of each kernel it calls, each kernel linked
         to its source operators and the passes that shaped it: a
-        :class:`passlab.research.profile.Profile` (served by :mod:`passlab.research`).
-        Missing inputs are drawn as by :meth:`run`.
+        `passlab.research.profile.Profile` (served by `passlab.research`).
+        Missing inputs are drawn as by `run`.
 
         Examples
         --------

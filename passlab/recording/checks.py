@@ -1,23 +1,23 @@
 """Invariant checks over a recorded build: which pass first broke a rule.
 
-A check is a callable ``(step) -> str | None``: None when the module after the step is
-fine, else a sentence saying what is wrong. :func:`run_checks` applies each check to
-the main chain of a trace (``kind == "pass"``, finished steps), in order, and reports
+A check is a callable `(step) -> str | None`: None when the module after the step is
+fine, else a sentence saying what is wrong. `run_checks` applies each check to
+the main chain of a trace (`kind == "pass"`, finished steps), in order, and reports
 the first step that violates it.
 
 Checks run after the build, on the recorded snapshots, rather than inside it as a second
 PassInstrument: they cost nothing while TVM runs, cannot break or reorder a build (an
-instrument that raises aborts the build, and one raising in ``enter_pass_ctx`` drops
+instrument that raises aborts the build, and one raising in `enter_pass_ctx` drops
 every instrument), work on loaded and failed traces alike, and see exactly the modules
 the trace shows. What only TVM can see while a pass runs, a pass that mutates its input
-in place, is left to TVM itself: :func:`immutable_modules` turns on
-``testing.immutable_module``, which makes such a pass fail.
+in place, is left to TVM itself: `immutable_modules` turns on
+`testing.immutable_module`, which makes such a pass fail.
 
-``run_checks`` always checks well-formedness after the user's own passes
-(``step.origin == "user"``): TVM's passes trust their input, so an ill-formed module
+`run_checks` always checks well-formedness after the user's own passes
+(`step.origin == "user"`): TVM's passes trust their input, so an ill-formed module
 from a user pass usually fails much later, somewhere else (often in code generation).
 A check that already fails on a user pass's input, with the same message, was broken by
-an earlier pass, not by the user's: it is reported once as pre-existing (``Violation.since`` names the pass
+an earlier pass, not by the user's: it is reported once as pre-existing (`Violation.since` names the pass
 after which it first fails), and only a violation the user pass brings is its own.
 """
 
@@ -38,11 +38,11 @@ __all__ = ["Check", "Violation", "run_checks", "well_formed", "no_ops_after", "p
 
 @dataclass(frozen=True)
 class Check:
-    """A named rule ``fn(step) -> str | None`` over the main chain of a trace.
+    """A named rule `fn(step) -> str | None` over the main chain of a trace.
 
-    ``start`` names the pass from which the rule holds (inclusive; None: from the first
-    pass); ``user_only`` restricts it to the user's passes; ``config`` is PassContext
-    config a build must set for the rule (see :func:`immutable_modules`).
+    `start` names the pass from which the rule holds (inclusive; None: from the first
+    pass); `user_only` restricts it to the user's passes; `config` is PassContext
+    config a build must set for the rule (see `immutable_modules`).
     """
 
     name: str
@@ -57,11 +57,11 @@ class Check:
 
 @dataclass(frozen=True)
 class Violation(_render.Displayable):
-    """The first step after which ``check`` does not hold, and why.
+    """The first step after which `check` does not hold, and why.
 
-    ``preexisting`` is True when the check already failed, with the same message, on
+    `preexisting` is True when the check already failed, with the same message, on
     that (user) step's input:
-    ``since`` is then the main-chain step after which it first fails (None when that is
+    `since` is then the main-chain step after which it first fails (None when that is
     not known: e.g. it fails on the build's input itself), and the step is not to blame.
     """
 
@@ -88,7 +88,7 @@ class Violation(_render.Displayable):
 
 
 def as_check(obj: Any) -> Check:
-    """A :class:`Check` from a Check or a plain callable ``(step) -> str | None``."""
+    """A `Check` from a Check or a plain callable `(step) -> str | None`."""
     if isinstance(obj, Check):
         return obj
     if callable(obj):
@@ -101,9 +101,9 @@ def run_checks(trace: Any, checks: Iterable[Any] = (), *, user_passes: bool = Tr
                ) -> tuple[Violation, ...]:
     """The first violating step of each check, in the order the checks were given.
 
-    Only finished main-chain steps are checked. With ``user_passes`` (default), a
-    well-formedness check also runs after every user pass unless ``checks`` already
-    holds :func:`well_formed`.
+    Only finished main-chain steps are checked. With `user_passes` (default), a
+    well-formedness check also runs after every user pass unless `checks` already
+    holds `well_formed`.
 
     Examples
     --------
@@ -157,7 +157,7 @@ def _apply(check: Check, step: Any) -> str | None:
 
 
 class _Input:
-    """A step seen from its input: ``after`` is the step's ``before`` module, so that any
+    """A step seen from its input: `after` is the step's `before` module, so that any
     check (a function of a step) can be asked whether it held before the step ran."""
 
     def __init__(self, step: Any):
@@ -172,8 +172,8 @@ class _Input:
 
 
 def _first_failing(check: Check, main: list[Any], k: int) -> Any:
-    """The earliest step of the run of main-chain steps before ``main[k]`` after which
-    ``check`` fails (None when it fails on the build's input already)."""
+    """The earliest step of the run of main-chain steps before `main[k]` after which
+    `check` fails (None when it fails on the build's input already)."""
     first = None
     for j in range(k - 1, -1, -1):
         if not _apply(check, main[j]):
@@ -217,9 +217,9 @@ def _prim_func_problem(func: Any) -> str | None:
 def well_formed() -> Check:
     """TVM's well-formedness rules after each pass.
 
-    Relax: ``tvm.relax.analysis.well_formed`` on the whole module (a call to a global
+    Relax: `tvm.relax.analysis.well_formed` on the whole module (a call to a global
     function needs the module) plus a return-type check; TIR: S-TIR's
-    ``verify_well_formed`` on every PrimFunc. Results are cached per module and per
+    `verify_well_formed` on every PrimFunc. Results are cached per module and per
     function object, so a trace's shared snapshots are checked once.
     """
     modules = _tvm.ObjectCache(_relax_module_problem)
@@ -256,11 +256,11 @@ def _ops_in(func: Any) -> tuple[str, ...]:
 
 
 def no_ops_after(prefix: str = "relax.nn.", after: str = "LegalizeOps") -> Check:
-    """No Relax operator whose name starts with ``prefix`` in the module produced by the
-    pass ``after`` or by any later pass ("no high-level ops after LegalizeOps").
+    """No Relax operator whose name starts with `prefix` in the module produced by the
+    pass `after` or by any later pass ("no high-level ops after LegalizeOps").
 
-    Operator names are TVM's (``relax.nn.conv2d``, ``relax.matmul``); a broad prefix such
-    as ``"relax."`` also matches the lowering ops that stay (``relax.call_tir``).
+    Operator names are TVM's (`relax.nn.conv2d`, `relax.matmul`); a broad prefix such
+    as `"relax."` also matches the lowering ops that stay (`relax.call_tir`).
     """
     ops = _tvm.ObjectCache(_ops_in)
 
@@ -280,10 +280,10 @@ def predicate(fn: Callable[..., Any], name: str | None = None, *, after: str | N
               on: str = "module") -> Check:
     """A check from a user function that says whether a rule holds after each pass.
 
-    ``fn(mod)`` (``on="module"``, the module after the pass; ``fn(mod, step)`` works too)
-    or ``fn(step)`` (``on="step"``, e.g. a :mod:`passlab.research.predicates` predicate)
+    `fn(mod)` (`on="module"`, the module after the pass; `fn(mod, step)` works too)
+    or `fn(step)` (`on="step"`, e.g. a `passlab.research.predicates` predicate)
     returns True or None when the rule holds, False or a message when it does not.
-    ``after`` limits it to that pass and later ones.
+    `after` limits it to that pass and later ones.
 
     Examples
     --------
@@ -317,10 +317,10 @@ def immutable_modules() -> Check:
     """No pass may modify the module it receives in place.
 
     TVM enforces this itself during the build (PassContext config
-    ``testing.immutable_module``): a pass that mutates its input, e.g. with
-    ``mod.update_func``, fails with ``Immutable module has been modified in pass: NAME``,
+    `testing.immutable_module`): a pass that mutates its input, e.g. with
+    `mod.update_func`, fails with `Immutable module has been modified in pass: NAME`,
     and the build's error names it. Without this check such a pass also rewrites the
-    recorded ``before`` of its own step. After the build there is nothing left to check.
+    recorded `before` of its own step. After the build there is nothing left to check.
     """
     return Check("immutable_modules", lambda step: None,
                  config={"testing.immutable_module": True})

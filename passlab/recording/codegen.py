@@ -1,8 +1,8 @@
-"""Generated code as part of the trace: the final ``codegen`` step of a build.
+"""Generated code as part of the trace: the final `codegen` step of a build.
 
 After the TIR pipeline, TVM's code generators turn the lowered module into a runtime
 module: LLVM IR and assembly for llvm, C for c, CUDA C (OpenCL, Metal, WGSL ...) for GPU
-targets, beside the host code that launches the kernels. :class:`GeneratedCode` holds
+targets, beside the host code that launches the kernels. `GeneratedCode` holds
 that text, per source kind and, where the text can be split into functions, per TIR
 kernel, so that a view can show a kernel's generated code next to its TIR.
 
@@ -33,9 +33,9 @@ MAX_LINES = 400
 class GeneratedCode(_render.Displayable):
     """What a target produced for one build.
 
-    ``target_kind`` is the target's kind ("llvm", "cuda", ...), ``kernels`` the TIR
-    kernels (PrimFunc names) that were compiled. :meth:`text` gives one source kind in
-    full, :meth:`kernel` the code of one kernel (its functions in every kind, or in one).
+    `target_kind` is the target's kind ("llvm", "cuda", ...), `kernels` the TIR
+    kernels (PrimFunc names) that were compiled. `text` gives one source kind in
+    full, `kernel` the code of one kernel (its functions in every kind, or in one).
 
     Examples
     --------
@@ -75,9 +75,9 @@ class GeneratedCode(_render.Displayable):
 
     @property
     def sources(self) -> dict[str, str]:
-        """``{kind: text}`` of every kind: the code generators' output (assembly is
+        """`{kind: text}` of every kind: the code generators' output (assembly is
         generated here if no one asked for it yet: seconds for a large model), then
-        the user's emitters' (the ``codegen`` stage of the pipeline), under their names."""
+        the user's emitters' (the `codegen` stage of the pipeline), under their names."""
         for kind in list(self._later):
             self.text(kind)
         return {**self._read(), **self._emitted}
@@ -104,7 +104,7 @@ class GeneratedCode(_render.Displayable):
         return main if main in kinds else (kinds[0] if kinds else main)
 
     def text(self, kind: str | None = None) -> str:
-        """The whole source of ``kind`` (default :attr:`main_kind`)."""
+        """The whole source of `kind` (default `main_kind`)."""
         kind = kind or self.main_kind
         texts = self._read()
         if kind in self._later:
@@ -117,18 +117,18 @@ class GeneratedCode(_render.Displayable):
         return texts[kind]
 
     def functions(self, kind: str | None = None) -> dict[str, str]:
-        """``{symbol: text}`` of the function definitions in one source kind."""
+        """`{symbol: text}` of the function definitions in one source kind."""
         kind = kind or self.main_kind
         if kind not in self._split:
             self._split[kind] = _codegen.split_functions(self.text(kind), kind)
         return self._split[kind]
 
     def kernel(self, name: str, kind: str | None = None) -> str:
-        """The generated code of TIR kernel ``name``: its functions (the kernel itself,
-        the packed wrapper, a GPU target's device kernels) in ``kind``, or in every kind
-        that has some, each under a ``// <kind>`` heading. Empty when that kernel has no
-        function in ``kind``; a name that is no compiled kernel raises
-        :class:`~passlab.errors.UnknownNameError` with close matches."""
+        """The generated code of TIR kernel `name`: its functions (the kernel itself,
+        the packed wrapper, a GPU target's device kernels) in `kind`, or in every kind
+        that has some, each under a `// <kind>` heading. Empty when that kernel has no
+        function in `kind`; a name that is no compiled kernel raises
+        `UnknownNameError` with close matches."""
         if name not in self.kernels:
             raise unknown("kernel", name, self.kernels,
                           extra=f"(the TIR kernels compiled for {self.target_kind})")
@@ -147,7 +147,7 @@ class GeneratedCode(_render.Displayable):
         return "\n\n".join(parts)
 
     def _kernel_functions(self, kind: str) -> dict[str | None, list[tuple[str, str]]]:
-        """``{kernel: [(symbol, text), ...]}`` of one source kind, made once: a report's
+        """`{kernel: [(symbol, text), ...]}` of one source kind, made once: a report's
         kernel panels ask for 40 kernels of a module of ~120 symbols."""
         if kind not in self._by_kernel:
             grouped: dict[str | None, list[tuple[str, str]]] = {}
@@ -157,7 +157,7 @@ class GeneratedCode(_render.Displayable):
         return self._by_kernel[kind]
 
     def per_kernel(self, kind: str | None = None) -> dict[str, str]:
-        """``{kernel: code}`` for every compiled kernel that has code in ``kind``."""
+        """`{kernel: code}` for every compiled kernel that has code in `kind`."""
         out = {k: self.kernel(k, kind or self.main_kind) for k in self.kernels}
         return {k: v for k, v in out.items() if v}
 
@@ -196,11 +196,11 @@ class GeneratedCode(_render.Displayable):
 
 @dataclass(frozen=True)
 class CodegenCulprit:
-    """The kernel a failed code generation fails on when compiled alone: ``kernel`` (the
-    TIR kernel), ``function`` (its lowered function that fails: the kernel itself, or a
-    GPU target's ``<kernel>_kernel``), ``stage`` (the TIR stage whose output the code
-    generator received: "host_finalize" or "device_finalize"), ``message`` (what the code
-    generator said) and ``module`` (that function alone, as it received it)."""
+    """The kernel a failed code generation fails on when compiled alone: `kernel` (the
+    TIR kernel), `function` (its lowered function that fails: the kernel itself, or a
+    GPU target's `<kernel>_kernel`), `stage` (the TIR stage whose output the code
+    generator received: "host_finalize" or "device_finalize"), `message` (what the code
+    generator said) and `module` (that function alone, as it received it)."""
 
     kernel: str
     function: str
@@ -286,8 +286,8 @@ def _culprit(trace: Any) -> CodegenCulprit | None:
 
 
 def name_codegen_failure(trace: Any, target_kind: str) -> Any:
-    """``trace`` with its code-generation failure naming the kernel that fails alone
-    (:func:`codegen_culprit`) in its note; ``trace`` itself when none is found or the
+    """`trace` with its code-generation failure naming the kernel that fails alone
+    (`codegen_culprit`) in its note; `trace` itself when none is found or the
     target has no working code generator here."""
     if _codegen.codegen_status(target_kind) != "available":
         return trace
@@ -308,16 +308,16 @@ def name_codegen_failure(trace: Any, target_kind: str) -> Any:
 
 def codegen_step(step_cls: Any, index: int, module: Any, code: GeneratedCode,
                  hash_cache: Any, seconds: float) -> Any:
-    """The final step of a trace: ``before`` and ``after`` are the lowered TIR module
-    (unchanged: code generation makes text, not IR), ``code`` what was generated.
-    ``seconds`` is the part of ``tirx.build`` no recorded pass accounts for."""
+    """The final step of a trace: `before` and `after` are the lowered TIR module
+    (unchanged: code generation makes text, not IR), `code` what was generated.
+    `seconds` is the part of `tirx.build` no recorded pass accounts for."""
     return step_cls(index, "codegen", 0, None, "codegen", "pass", "tvm", 0, seconds,
                     module, module, False, hash_cache, code=code)
 
 
 class TargetSupport(_render.Displayable):
     """Which targets this TVM wheel records, compiles and runs on this machine (see
-    :func:`targets`): rows of (kind, Relax pipeline, code generation, runs here)."""
+    `targets`): rows of (kind, Relax pipeline, code generation, runs here)."""
 
     __slots__ = ("rows",)
 
@@ -325,7 +325,7 @@ class TargetSupport(_render.Displayable):
         self.rows = rows
 
     def status(self, kind: str) -> str:
-        """"available", or why code generation for ``kind`` is not."""
+        """"available", or why code generation for `kind` is not."""
         for row in self.rows:
             if row[0] == kind:
                 return row[2]
@@ -375,8 +375,8 @@ def targets() -> TargetSupport:
 
 def _wrapper_last(symbol: str, kernel: str) -> int:
     """Sort key of a kernel's generated functions: 0 for its compute function, 1 for
-    the others (device kernels), 2 for the packed-API wrapper (``kernel`` itself, or
-    ``__tvm_ffi_kernel``)."""
+    the others (device kernels), 2 for the packed-API wrapper (`kernel` itself, or
+    `__tvm_ffi_kernel`)."""
     if symbol.endswith("_compute_"):
         return 0
     return 2 if symbol.removeprefix("__tvm_ffi_") == kernel else 1

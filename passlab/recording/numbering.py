@@ -1,8 +1,8 @@
-"""One number per pass in every pane: its position in the pipeline (``list(pipeline)``,
-disabled entries counted, as :meth:`passlab.Pipeline.position` and the Edit pane count),
+"""One number per pass in every pane: its position in the pipeline (`list(pipeline)`,
+disabled entries counted, as `passlab.Pipeline.position` and the Edit pane count),
 not the step index (which counts wrappers and inner passes, and moves with every edit).
 The step index goes in a tooltip. A step that is no pipeline entry (an inner pass,
-TVM's own ``tirx.BindTarget``) has no number: it is named by its label and step.
+TVM's own `tirx.BindTarget`) has no number: it is named by its label and step.
 
 A name gets its occurrence suffix ("DeadCodeElimination#1") only where two rows of the
 main chain share it: a pass inserted by an edit is "DeadCodeElimination", not "#2".
@@ -20,12 +20,12 @@ __all__ = ["pipeline_chain", "resumed", "positions", "disabled_entries", "name_o
 
 
 def pipeline_chain(trace: Trace, pipeline: Any) -> tuple[tuple[int, Step], ...]:
-    """``(position, step)`` for every pipeline entry the recorded build ran, in order.
+    """`(position, step)` for every pipeline entry the recorded build ran, in order.
 
-    ``position`` indexes ``list(pipeline)`` (disabled entries included). The steps are
+    `position` indexes `list(pipeline)` (disabled entries included). The steps are
     the direct children of the stage wrappers, so a user pass that is itself a TVM
-    ``Sequential`` counts once. A failed build gives the entries run so far; a trace
-    that does not follow ``pipeline`` is a ``ValueError``.
+    `Sequential` counts once. A failed build gives the entries run so far; a trace
+    that does not follow `pipeline` is a `ValueError`.
     """
     by_index = {s.index: s for s in trace}
     stages = set(pipeline.stage_names)
@@ -58,7 +58,7 @@ _RESUMED: weakref.WeakKeyDictionary[Any, tuple[Any, int]] = weakref.WeakKeyDicti
 
 
 def resumed(trace: Trace, pipeline: Any, offset: int) -> None:
-    """Record that ``trace`` ran ``pipeline``'s entries from position ``offset`` on."""
+    """Record that `trace` ran `pipeline`'s entries from position `offset` on."""
     try:
         _RESUMED[trace] = (pipeline, offset)
     except TypeError:  # not weakly referable: numbered from 0
@@ -67,7 +67,7 @@ def resumed(trace: Trace, pipeline: Any, offset: int) -> None:
 
 
 def _pipeline(trace: Trace) -> tuple[Any, int]:
-    """The whole pipeline ``trace`` numbers against, and its own pipeline's offset in it."""
+    """The whole pipeline `trace` numbers against, and its own pipeline's offset in it."""
     hit = _RESUMED.get(trace)
     return hit if hit is not None else (getattr(trace, "pipeline", None), 0)
 
@@ -101,7 +101,7 @@ def _facts(trace: Trace) -> tuple[dict[int, int], dict[str, int]]:
 
 def _tir_positions(trace: Trace, pipeline: Any, offset: int, known: dict[int, int]
                    ) -> dict[int, int]:
-    """The TIR stages' entries: TVM runs them inside ``relax.build``, not under passlab's
+    """The TIR stages' entries: TVM runs them inside `relax.build`, not under passlab's
     stage wrappers, so they are matched in order to the main-chain steps after the last
     Relax one, by stage and name (a step TVM adds, as tirx.BindTarget, matches none)."""
     last = max(known)
@@ -127,7 +127,7 @@ def positions(trace: Trace) -> dict[int, int]:
 
 
 def disabled_entries(trace: Trace) -> list[tuple[int, str, str]]:
-    """``(position, stage, name)`` of the pipeline's disabled entries (they did not run,
+    """`(position, stage, name)` of the pipeline's disabled entries (they did not run,
     so they have no step; the pass list shows them greyed)."""
     pipeline = _pipeline(trace)[0]  # a re-run's: the whole pipeline, from position 0
     if pipeline is None:
@@ -161,5 +161,5 @@ def ref(step: Step, trace: Trace | None = None) -> str:
 
 
 def ref_title(step: Step) -> str:
-    """The tooltip beside :func:`ref`: the step index."""
+    """The tooltip beside `ref`: the step index."""
     return f"step {step.index} of the trace"

@@ -1,6 +1,6 @@
 """A build's progress as a bar: the pipeline's passes done out of all of them (Relax, TIR
 and codegen), the pass that runs and the pass calls recorded so far (nested ones
-included). Drawn by :mod:`passlab._progress` (tqdm); the recorder calls it when a pass of
+included). Drawn by `passlab._progress` (tqdm); the recorder calls it when a pass of
 the main chain or a stage starts."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ _LOOKAHEAD = 12
 
 
 class BuildProgress:
-    """The recorder's ``progress(pass_name, pass_calls_so_far)`` callback, drawn as a bar
-    over ``names`` (the pipeline's passes in order, then "codegen")."""
+    """The recorder's `progress(pass_name, pass_calls_so_far)` callback, drawn as a bar
+    over `names` (the pipeline's passes in order, then "codegen")."""
 
     __slots__ = ("bar", "last_stage", "names", "pos")
 
@@ -61,7 +61,7 @@ class BuildProgress:
 
 
 def build_progress(pipe: Any, progress: ProgressArg, kind: str) -> BuildProgress:
-    """The bar for a build of ``pipe`` for a target of ``kind``: its Relax and TIR
+    """The bar for a build of `pipe` for a target of `kind`: its Relax and TIR
     passes, then codegen."""
     names = [p.name for p in pipe.relax_passes]
     last_stage = None

@@ -3,20 +3,20 @@
 Each callback does the least it can: it keeps references to the before and after
 IRModules (TVM IR is immutable and unchanged functions are shared, so this is nearly
 free), a timestamp and the nesting stack. Everything else (stages, change sets, hashes)
-is derived later, lazily, by :mod:`passlab.recording.trace`.
+is derived later, lazily, by `passlab.recording.trace`.
 
 A callback never raises an error into TVM: an exception inside one would abort the
-user's build (or, in ``enter_pass_ctx``, silently drop every instrument). A recorder bug
+user's build (or, in `enter_pass_ctx`, silently drop every instrument). A recorder bug
 becomes a warning and a partial trace instead. Ctrl-C is the exception: it propagates,
-and TVM hands it back to Python as a ``KeyboardInterrupt`` (see :func:`passlab._tvm.keep_interrupts`).
+and TVM hands it back to Python as a `KeyboardInterrupt` (see `passlab._tvm.keep_interrupts`).
 
 Memory: TVM's C++ instrument holds the hook functions it was given. Were they bound
 methods of the instrument, the instrument would keep itself and every recorded snapshot
 alive through C++, a cycle Python's collector cannot see. The hooks are bound methods of
-a separate :class:`_Hooks` object that never refers back to the instrument, so a dropped
-instrument frees everything; :meth:`release` also empties the hooks when a run ends.
+a separate `_Hooks` object that never refers back to the instrument, so a dropped
+instrument frees everything; `release` also empties the hooks when a run ends.
 
-Nesting: TVM reports no ``run_after_pass`` for a pass that raised. When a user pass
+Nesting: TVM reports no `run_after_pass` for a pass that raised. When a user pass
 catches such a failure and goes on, the failed pass would stay on the stack and every
 later pass would be nested under it. Each open pass remembers the Python frame that
 called into TVM for it; when that frame is gone from the Python stack (or the pass that
@@ -40,7 +40,7 @@ __all__ = ["Recorder", "RawEvent"]
 class RawEvent:
     """One pass call as the recorder saw it (mutable while the build runs).
 
-    ``caught``: the pass raised (no ``after``), and the code that called it caught the
+    `caught`: the pass raised (no `after`), and the code that called it caught the
     error and went on.
     """
 
@@ -66,7 +66,7 @@ class _State:
 
 
 def _on_stack(frame: Any, current: Any) -> bool:
-    """Whether ``frame`` is ``current`` or one of its callers (still running)."""
+    """Whether `frame` is `current` or one of its callers (still running)."""
     while current is not None:
         if current is frame:
             return True
@@ -149,7 +149,7 @@ def _close_caught(st: _State, caller: Any) -> None:
 
 def finish(state: _State) -> None:
     """A run ended without an error: passes still open raised, and their error was
-    caught (e.g. by the user's code inside :func:`passlab.record`). A recorder that
+    caught (e.g. by the user's code inside `passlab.record`). A recorder that
     stopped early knows no more: its open passes stay as they are."""
     while state.frames and state.broken is None:
         _close(state, caught=True)
@@ -176,12 +176,12 @@ def _make_instrument_class():
 
         @property
         def state(self) -> _State:
-            """The raw events recorded so far (an empty state after :meth:`release`)."""
+            """The raw events recorded so far (an empty state after `release`)."""
             st = self._hooks.state
             return st if st is not None else _State()
 
         def release(self):
-            """Let go of every recorded event (the caller keeps ``state``): a finished
+            """Let go of every recorded event (the caller keeps `state`): a finished
             run leaves nothing of its snapshots reachable from TVM's instrument."""
             self._hooks.release()
 
@@ -206,9 +206,9 @@ _CLASS = None
 
 
 def Recorder(progress=None):  # noqa: N802 - reads as a class to users
-    """A new recording instrument; its ``.state`` holds the raw events.
+    """A new recording instrument; its `.state` holds the raw events.
 
-    ``progress(pass_name, events_so_far)``, if given, is called when a pass of the main
+    `progress(pass_name, events_so_far)`, if given, is called when a pass of the main
     chain or a stage starts (not for passes nested deeper), e.g. to show a progress bar.
     """
     global _CLASS  # a cached class object, not state: every call makes a new instrument

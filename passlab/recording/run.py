@@ -1,14 +1,14 @@
 """The one recorded run: a recorder added to a copy of the user's PassContext, around
-whatever runs passes (``build``, ``record``, ``backend.preview``), and what comes out of
-it: a :class:`~passlab.recording.trace.Trace`, or a :class:`~passlab.errors.BuildError`
+whatever runs passes (`build`, `record`, `backend.preview`), and what comes out of
+it: a `Trace`, or a `BuildError`
 that carries the trace so far.
 
-Memory: TVM's C++ objects hold Python callbacks (the recorder's hooks, the ``on_error``
+Memory: TVM's C++ objects hold Python callbacks (the recorder's hooks, the `on_error`
 of the pipeline's passes), and Python's collector cannot see a reference cycle that runs
 through C++. Neither callback refers back to what it fills (see
-:mod:`passlab.recording.recorder` and :class:`_ErrorSink`), and when the run ends the
+`passlab.recording.recorder` and `_ErrorSink`), and when the run ends the
 recorder also lets go of everything it recorded, so a dropped build, failed or not,
-frees its snapshots (``tests/security/test_leaks.py``).
+frees its snapshots (`tests/security/test_leaks.py`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ _CONVERTED_NOTE = ("TVM hands Python exceptions raised inside passes back as Run
 
 
 class RecordedRun:
-    """Record every pass run inside ``with run:``.
+    """Record every pass run inside `with run:`.
 
-    ``pipeline`` (None for :func:`passlab.record`) names the stages and the user's
-    passes; ``relax_pass()`` is the pipeline as one TVM pass that also remembers the
+    `pipeline` (None for `passlab.record`) names the stages and the user's
+    passes; `relax_pass()` is the pipeline as one TVM pass that also remembers the
     original exception of a failing user pass (TVM turns it into a RuntimeError).
-    After the block, :meth:`trace` builds the trace and :meth:`error` the exception to
+    After the block, `trace` builds the trace and `error` the exception to
     raise for a failure.
     """
 
@@ -59,8 +59,8 @@ class RecordedRun:
         return pipe.to_pass(on_error=_ErrorSink(self._state))
 
     def tir_pipeline(self, pipeline: Pipeline | None = None) -> Any:
-        """The pipeline's TIR stages for ``passlab._tvm.build`` (see
-        :meth:`passlab.Pipeline.to_tir`), remembering a failing user pass's exception."""
+        """The pipeline's TIR stages for `passlab._tvm.build` (see
+        `passlab.Pipeline.to_tir`), remembering a failing user pass's exception."""
         pipe = pipeline or self.pipeline
         if pipe is None:
             raise ValueError("this run has no pipeline to take the TIR stages from")
@@ -95,7 +95,7 @@ class RecordedRun:
 
     # ------------------------------------------------------------------- results
     def trace(self, exc: BaseException | None = None, **meta: Any) -> Trace:
-        """The trace of what was recorded; with ``exc``, its failure too."""
+        """The trace of what was recorded; with `exc`, its failure too."""
         state, pipe = self._state, self.pipeline
         info: dict[str, Any] = dict(versions=_tvm.versions())
         if pipe is not None:
@@ -118,9 +118,9 @@ class RecordedRun:
 
     def error(self, exc: BaseException, trace: Trace | None = None,
               extra: str = "") -> BaseException:
-        """What to raise for ``exc``: a :class:`BuildError` (also an instance of the
+        """What to raise for `exc`: a `BuildError` (also an instance of the
         original exception's class) carrying the trace, or, for Ctrl-C and other
-        non-errors, the original exception with ``.trace`` attached."""
+        non-errors, the original exception with `.trace` attached."""
         trace = trace if trace is not None else self.trace(exc)
         f = trace.failure
         original = f.original if f is not None and f.original is not None else exc
@@ -131,7 +131,7 @@ class RecordedRun:
 
 
 class _ErrorSink:
-    """``on_error`` of the pipeline's passes: keeps a failing user pass's original
+    """`on_error` of the pipeline's passes: keeps a failing user pass's original
     exception in the run's state.
 
     TVM's C++ pass objects hold this callback; the exception's traceback holds the frames
@@ -172,7 +172,7 @@ def _message(exc: BaseException) -> str:
 
 
 def message(trace: Trace) -> str:
-    """The message of a failed build's error: the failure and what ``.trace`` keeps."""
+    """The message of a failed build's error: the failure and what `.trace` keeps."""
     f = trace.failure
     kept = sum(1 for s in trace if not s.failed)
     tail = (f"\nThe error's .trace keeps the {len(trace)} steps recorded so far "

@@ -1,7 +1,7 @@
 """Step and Trace: what a recorded build looks like, as immutable, sequence-like data.
 
-A :class:`Trace` is a tuple of :class:`Step`, one per pass call, in the order the passes
-started (pre-order, like TVM's ``PassTimingInstrument``). Change sets are computed lazily,
+A `Trace` is a tuple of `Step`, one per pass call, in the order the passes
+started (pre-order, like TVM's `PassTimingInstrument`). Change sets are computed lazily,
 on first access: object identity first (TVM shares unchanged functions), then a
 per-function structural hash that skips tensor content, cached by object identity.
 """
@@ -68,7 +68,7 @@ class Changes:
 
 class _HashCache:
     """Per-function structural hashes and per-module counts for one trace, cached by
-    object (see :class:`passlab._tvm.ObjectCache`). Unchanged functions are the same
+    object (see `passlab._tvm.ObjectCache`). Unchanged functions are the same
     objects from step to step, so each is hashed once per trace."""
 
     def __init__(self) -> None:
@@ -76,11 +76,11 @@ class _HashCache:
         self.module_stats = _tvm.ObjectCache(_module_stats)
         """(Relax functions, Relax bindings, PrimFuncs) of a module (0s for None)."""
         self.functions = _tvm.ObjectCache(_tvm.functions)
-        """``{name: function}`` of a module: inner steps go back and forth between a few
+        """`{name: function}` of a module: inner steps go back and forth between a few
         modules (FoldConstant's), so each is listed once (15,000 rows: 10 s -> ~1 s)."""
         self.owners: list[Callable[[], Trace | None]] = []
         """Weak references to the traces these steps belong to, the newest last (see
-        :meth:`Step.owner`): a trace that adopts them and dies hands them back to the one
+        `Step.owner`): a trace that adopts them and dies hands them back to the one
         before it, instead of leaving them without an owner."""
 
     def owner(self) -> Trace | None:
@@ -127,12 +127,12 @@ def _diff_functions(before: Any, after: Any, hash_of: _HashCache) -> Changes:
 class Step(_render.Displayable):
     """One pass call of a recorded build.
 
-    ``before`` and ``after`` are the IRModules the pass received and returned (``after``
-    is None when the pass failed). ``depth`` is the nesting depth (0 for a top-level
-    pass), ``parent`` the index of the enclosing step, ``stage`` the pipeline stage
+    `before` and `after` are the IRModules the pass received and returned (`after`
+    is None when the pass failed). `depth` is the nesting depth (0 for a top-level
+    pass), `parent` the index of the enclosing step, `stage` the pipeline stage
     ("legalize", ..., the TIR stages "s_tir", "tirx", "host_finalize",
     "device_finalize", "tir" for the steps TVM runs around them, "codegen" for the final
-    step holding the generated code; ``level`` groups them).
+    step holding the generated code; `level` groups them).
     """
 
     index: int
@@ -150,10 +150,10 @@ class Step(_render.Displayable):
     _hash: _HashCache = field(default_factory=_HashCache, repr=False)
     caught: bool = False
     """The pass failed and the code that called it (e.g. a user pass) caught the error
-    and went on: ``failed`` is True, the build did not fail."""
+    and went on: `failed` is True, the build did not fail."""
     code: Any = field(default=None, repr=False)
-    """For the final ``codegen`` step: what the target produced (a
-    :class:`passlab.recording.codegen.GeneratedCode`); None for passes."""
+    """For the final `codegen` step: what the target produced (a
+    `passlab.recording.codegen.GeneratedCode`); None for passes."""
 
     @property
     def level(self) -> str:
@@ -181,14 +181,14 @@ class Step(_render.Displayable):
 
     @property
     def on_main_chain(self) -> bool:
-        """True for a pass of the main chain (``kind == "pass"``: the pipeline's own
-        passes and TVM's TIR passes; see :meth:`Trace.main_chain`)."""
+        """True for a pass of the main chain (`kind == "pass"`: the pipeline's own
+        passes and TVM's TIR passes; see `Trace.main_chain`)."""
         return self.kind == "pass"
 
     @property
     def module(self) -> Any:
         """The step's module: the module after the pass, or the one it received when it
-        failed (a failed pass has no ``after``). Views and analyses of "this step" read it."""
+        failed (a failed pass has no `after`). Views and analyses of "this step" read it."""
         return self.before if self.after is None else self.after
 
     @property
@@ -198,13 +198,13 @@ class Step(_render.Displayable):
     @property
     def owner(self) -> Trace | None:
         """The trace this step was recorded (or loaded) in, while that trace is alive;
-        ``passlab.reproducer(step)`` takes the target and user passes from it."""
+        `passlab.reproducer(step)` takes the target and user passes from it."""
         return self._hash.owner()
 
     def explain(self) -> Any:
-        """What this pass did here: an :class:`~passlab.analysis.Explanation`, one
-        sentence with this step's real numbers, holding the pass's card as ``.card``
-        (what :func:`passlab.explain` returns for the name: what the pass does in
+        """What this pass did here: an `Explanation`, one
+        sentence with this step's real numbers, holding the pass's card as `.card`
+        (what `passlab.explain` returns for the name: what the pass does in
         general). A user pass is explained by its own docstring.
 
         Examples
@@ -217,7 +217,7 @@ class Step(_render.Displayable):
         return _UPPER["explain"](self)
 
     def row(self) -> dict[str, Any]:
-        """This step as one row of the per-pass table (see :data:`ROW_COLUMNS`)."""
+        """This step as one row of the per-pass table (see `ROW_COLUMNS`)."""
         ch = self.functions_changed
         stats = self._hash.module_stats
         _, bind_before, prim_before = stats(self.before) if self.before is not None else (0, 0, 0)
@@ -256,7 +256,7 @@ class Step(_render.Displayable):
 class Failure:
     """Where and why a build failed.
 
-    ``where`` is "pass" (``step`` is the failing pass, ``enclosing`` the passes around
+    `where` is "pass" (`step` is the failing pass, `enclosing` the passes around
     it, innermost last), "codegen" (every recorded pass had finished) or "setup" (no
     pass started: e.g. an instrument of the user's PassContext raised).
     """
@@ -287,7 +287,7 @@ class Failure:
 
 
 class Trace(NamedSequence[Step], _render.Displayable):
-    """The recorded passes of a build: a read-only sequence of :class:`Step`.
+    """The recorded passes of a build: a read-only sequence of `Step`.
 
     Examples
     --------
@@ -338,7 +338,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     @property
     def pipeline(self) -> Any:
-        """The :class:`~passlab.Pipeline` that was built, if any."""
+        """The `Pipeline` that was built, if any."""
         return self._meta.get("pipeline")
 
     @property
@@ -373,18 +373,18 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     @property
     def code(self) -> Any:
-        """What the target produced (a :class:`passlab.recording.codegen.GeneratedCode`,
-        from the final ``codegen`` step), or None (a failed build, :func:`record`)."""
+        """What the target produced (a `passlab.recording.codegen.GeneratedCode`,
+        from the final `codegen` step), or None (a failed build, `record`)."""
         return next((s.code for s in reversed(self._steps) if s.code is not None), None)
 
     # --------------------------------------------------------------- persistence
     def save(self, path: Any, *, weights: bool = True) -> Any:
         """Write the trace to one file (a zip archive, never a pickle) that
-        :func:`passlab.load_trace` reads back in any process, every snapshot included.
+        `passlab.load_trace` reads back in any process, every snapshot included.
         Returns the path. Each tensor constant is stored once by content;
-        ``weights=False`` keeps their shapes and data types but not their values (views,
+        `weights=False` keeps their shapes and data types but not their values (views,
         diffs and reports work the same; a reproducer draws seeded random values). A
-        trace that would break a limit of :func:`passlab.load_trace` is refused before
+        trace that would break a limit of `passlab.load_trace` is refused before
         anything is written, with the limit named.
 
         Examples
@@ -399,18 +399,18 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     def dump(self, folder: Any, *, all_steps: bool = False, overwrite: bool = False) -> tuple:
         """Write numbered TVMScript files, one per changed pass, for diff tools
-        (see :func:`passlab.io.export_dump`: only an earlier dump's files are replaced;
-        a folder holding other files needs ``overwrite=True``)."""
+        (see `passlab.io.export_dump`: only an earlier dump's files are replaced;
+        a folder holding other files needs `overwrite=True`)."""
         return _UPPER["dump"](self, folder, all_steps=all_steps, overwrite=overwrite)
 
     def reproducer(self, step: Step | None = None, *, module: str = "auto") -> Any:
-        """A script that re-runs the failing pass (or ``step``) on its recorded input
-        (see :func:`passlab.reproducer`)."""
+        """A script that re-runs the failing pass (or `step`) on its recorded input
+        (see `passlab.reproducer`)."""
         return _UPPER["reproducer"](self if step is None else step, self, module=module)
 
     # ------------------------------------------------------------------ filters
     def filter(self, predicate: Callable[[Step], bool]) -> Trace:
-        """Steps for which ``predicate(step)`` is true."""
+        """Steps for which `predicate(step)` is true."""
         return self._sub([s for s in self._steps if predicate(s)])
 
     def changed(self) -> Trace:
@@ -420,8 +420,8 @@ class Trace(NamedSequence[Step], _render.Displayable):
     def main_chain(self) -> Trace:
         """The main chain: the pipeline's own passes and TVM's TIR passes, without
         wrappers and without passes run inside other passes (the steps whose
-        :attr:`Step.on_main_chain` is true; one's ``after`` is, most of the time, the
-        next one's ``before``).
+        `Step.on_main_chain` is true; one's `after` is, most of the time, the
+        next one's `before`).
 
         Examples
         --------
@@ -432,7 +432,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return self.filter(lambda s: s.on_main_chain)
 
     def top_level(self) -> Trace:
-        """The main chain (an alias of :meth:`main_chain`, kept for existing code)."""
+        """The main chain (an alias of `main_chain`, kept for existing code)."""
         return self.main_chain()
 
     def stage(self, name: str) -> Trace:
@@ -442,7 +442,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return self.filter(lambda s: s.stage == name)
 
     def touching(self, function: str) -> Trace:
-        """Steps that added, removed or modified the global function ``function``."""
+        """Steps that added, removed or modified the global function `function`."""
         return self.filter(lambda s: function in s.functions_changed.names)
 
     def user(self) -> Trace:
@@ -455,7 +455,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return tuple(dict.fromkeys(s.name for s in self._steps))
 
     def find(self, name: str, occurrence: int = 0) -> Step:
-        """The ``occurrence``-th (0-based) step called ``name``; ``"Name#k"`` works too."""
+        """The `occurrence`-th (0-based) step called `name`; `"Name#k"` works too."""
         if "#" in name and occurrence == 0:
             base, _, k = name.rpartition("#")
             if k.isdigit():
@@ -471,8 +471,8 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return hits[occurrence]
 
     def first(self, predicate: Callable[[Step], bool], *, top_level: bool = True) -> Step | None:
-        """The first step for which ``predicate(step)`` is true (on the main chain by
-        default), or None. Predicates usually look at ``step.after``.
+        """The first step for which `predicate(step)` is true (on the main chain by
+        default), or None. Predicates usually look at `step.after`.
 
         Examples
         --------
@@ -496,8 +496,8 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     # ------------------------------------------------------------------- views
     def to_dataframe(self, explain: bool = False):
-        """One row per step (pandas DataFrame indexed by step index); ``explain`` adds a
-        ``summary`` column: the one-sentence card of each pass (see :func:`passlab.explain`)."""
+        """One row per step (pandas DataFrame indexed by step index); `explain` adds a
+        `summary` column: the one-sentence card of each pass (see `passlab.explain`)."""
         import pandas as pd
 
         columns = list(ROW_COLUMNS) + (["summary"] if explain else [])
@@ -540,7 +540,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return out
 
     def to_text(self, all_steps: bool = False, explain: bool = False) -> str:
-        """The pass table; ``explain`` adds what each pass does (its card's summary)."""
+        """The pass table; `explain` adds what each pass does (its card's summary)."""
         header, rows, _, hidden = self._table(all_steps, explain)
         out = self.summary() + "\n" + _render.text_table(header, rows)
         if hidden:
@@ -549,9 +549,9 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     def write_report(self, path: Any, *, title: str | None = None, full: bool = False,
                      profile: Any = None, **kwargs: Any) -> Any:
-        """Write the static, offline HTML report of this trace to ``path`` and return the
-        path (see :func:`passlab.views.report.write_report` for ``title``, ``full`` and
-        ``max_functions``; ``profile``, a ``build.profile()``, adds its "Run time"
+        """Write the static, offline HTML report of this trace to `path` and return the
+        path (see `passlab.views.report.write_report` for `title`, `full` and
+        `max_functions`; `profile`, a `build.profile()`, adds its "Run time"
         section).
 
         Examples
@@ -565,10 +565,10 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
     def to_html(self, path: Any = None, all_steps: bool = False, explain: bool = False,
                 profile: Any = None) -> str:
-        """The pass table as HTML (``explain``: with each pass's card summary).
+        """The pass table as HTML (`explain`: with each pass's card summary).
 
-        ``to_html(path)`` writing the report is deprecated: use :meth:`write_report`
-        (it still writes the report and returns the path, with a ``DeprecationWarning``).
+        `to_html(path)` writing the report is deprecated: use `write_report`
+        (it still writes the report and returns the path, with a `DeprecationWarning`).
         """
         if path is not None:
             warnings.warn("Trace.to_html(path) is deprecated: use Trace.write_report(path) to "
@@ -587,7 +587,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
 
 def from_events(events: Sequence[Any], meta: dict[str, Any], root: str | None = None,
                 stage_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> Trace:
-    """Turn a recorder's raw events into a Trace (see :mod:`passlab.recording.recorder`)."""
+    """Turn a recorder's raw events into a Trace (see `passlab.recording.recorder`)."""
     stage_set, users = set(stage_names), set(user_names)
     hash_cache = _HashCache()
     # the pipeline's Relax pass and its TIR pipeline pass hold the stage Sequentials;

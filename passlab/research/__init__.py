@@ -1,13 +1,13 @@
 """Research tools over recorded builds.
 
-* :func:`bisect`: the first pass after which the model computes something else;
-* :func:`compare`: two pipelines aligned pass by pass, with diffs and final deltas;
-* :func:`blame`: the passes that created, rewrote or removed a function or a binding;
-* :func:`rerun`: rebuild after a pipeline edit from the recorded snapshot before it;
-* :func:`sweep`: many models times many pipelines, in worker processes, as one table;
-* :mod:`~passlab.research.edit_session`: live editing's model (pending edits, re-runs,
+* `bisect`: the first pass after which the model computes something else;
+* `compare`: two pipelines aligned pass by pass, with diffs and final deltas;
+* `blame`: the passes that created, rewrote or removed a function or a binding;
+* `rerun`: rebuild after a pipeline edit from the recorded snapshot before it;
+* `sweep`: many models times many pipelines, in worker processes, as one table;
+* `edit_session`: live editing's model (pending edits, re-runs,
   A/B results), which the Explorer's Edit pane draws;
-* :mod:`~passlab.research.predicates`: ready tests for ``trace.first(...)``.
+* `predicates`: ready tests for `trace.first(...)`.
 
 Examples
 --------

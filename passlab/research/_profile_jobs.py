@@ -1,11 +1,11 @@
 """Profiles as plain data, and kernel reuse, for jobs that run in a sweep's build process.
 
-A :class:`~passlab.research.profile.Profile` holds its build (TVM objects that do not
-travel between processes); :func:`profile_summary` keeps what a sweep row or an
+A `Profile` holds its build (TVM objects that do not
+travel between processes); `profile_summary` keeps what a sweep row or an
 attribution needs: the end-to-end median and spread, and each kernel's calls and time
-per run. Jobs of one attribution are variants of one pipeline: :data:`KEPT` holds the
-build process's last builds of a job's ``reuse`` group, so a variant whose Relax pipeline
-ends in the same kernels skips TIR lowering and codegen (``build(..., reuse=)``).
+per run. Jobs of one attribution are variants of one pipeline: `KEPT` holds the
+build process's last builds of a job's `reuse` group, so a variant whose Relax pipeline
+ends in the same kernels skips TIR lowering and codegen (`build(..., reuse=)`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from passlab.research.profile import paired_end_to_end, profile
 
 
 def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
-    """``{"run_s", "spread", "kernels": {name: seconds per run}, "calls": {name: calls}}``
-    of ``built`` on the job's inputs, or ``{"error": ...}`` when it cannot be timed."""
+    """`{"run_s", "spread", "kernels": {name: seconds per run}, "calls": {name: calls}}`
+    of `built` on the job's inputs, or `{"error": ...}` when it cannot be timed."""
     opts = job["profile"]
     seed, arrays = job["inputs"]
     try:  # times only: no provenance, blame or skeleton VM per variant
@@ -47,7 +47,7 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
 def baseline(job: dict[str, Any]) -> Any:
     """The full pipeline's build of the job's group: kept by this process, or built now
     (the first variant on a process that did not build it); variants are timed against
-    it and, with ``job["prefix"]``, re-run from its recorded snapshots."""
+    it and, with `job["prefix"]`, re-run from its recorded snapshots."""
     from passlab.recording.build import build
     from passlab.research._sweep_jobs import model_from_spec, pipeline_from_recipe
 

@@ -1,7 +1,7 @@
-"""``Profile.plot()``: kernel times per run as sorted horizontal bars, hand-written SVG.
+"""`Profile.plot()`: kernel times per run as sorted horizontal bars, hand-written SVG.
 
 Colours are JupyterLab's theme variables with light-theme fallbacks, so the chart reads
-in a light and a dark notebook and in a static page alike; text uses ``currentColor``.
+in a light and a dark notebook and in a static page alike; text uses `currentColor`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def seconds_text(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class ProfilePlot(_render.Displayable):
-    """Bars ``(label, seconds per run, kind, tooltip)``; kind "kernel", "noisy" or
+    """Bars `(label, seconds per run, kind, tooltip)`; kind "kernel", "noisy" or
     "other" (overhead, gap, the kernels beyond the top ones)."""
 
     title: str

@@ -1,6 +1,6 @@
 """The build server of a sweep: a child process that builds one job after another.
 
-:func:`serve` is the child's main loop (started by :mod:`passlab.research._sweep_jobs`):
+`serve` is the child's main loop (started by `passlab.research._sweep_jobs`):
 it imports TVM once, says "ready", then for each job received builds the model with
 recording, runs it on the job's seeded inputs, measures the trace, keeps the trace file
 and the report in the job's folder and sends the row back. While a job builds it sends
@@ -37,7 +37,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with(parent: int) -> None:
-    """End this process when ``parent`` (the worker that started it) ends, whatever the
+    """End this process when `parent` (the worker that started it) ends, whatever the
     worker does: the kernel's parent-death signal on Linux (SIGKILL, delivered even while
     a C++ pass holds the GIL), and a watchdog thread everywhere."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the sweep
@@ -60,7 +60,7 @@ def die_with(parent: int) -> None:
 
 
 def _alarm(seconds: float | None) -> None:
-    """Let the kernel end this process ``seconds`` from now (SIGALRM's default action;
+    """Let the kernel end this process `seconds` from now (SIGALRM's default action;
     0/None: cancel), so that a job's timeout holds even when nobody watches it."""
     if seconds:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -68,7 +68,7 @@ def _alarm(seconds: float | None) -> None:
 
 
 def serve(fd_in: int, fd_out: int, parent: int | None = None) -> None:
-    """Answer jobs from ``fd_in`` on ``fd_out`` until the supervisor goes away."""
+    """Answer jobs from `fd_in` on `fd_out` until the supervisor goes away."""
     if parent is not None:
         die_with(parent)
     down = Connection(fd_in, writable=False)
@@ -130,7 +130,7 @@ def flatten(result: Any) -> list[Any]:
 
 def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None = None
               ) -> dict[str, Any]:
-    """Build, run and measure one job here; a row dict with ``outputs``."""
+    """Build, run and measure one job here; a row dict with `outputs`."""
     from passlab.recording.build import build
 
     row = empty_row(job["model"], job["pipeline"]) | dict(outputs=None)
@@ -174,9 +174,9 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
 
 def _variant(job: dict[str, Any], pipe: Any,
              progress: Callable[[str, int], None] | None) -> Any:
-    """An attribution's variant re-run from its full pipeline's build (``rerun``: the
+    """An attribution's variant re-run from its full pipeline's build (`rerun`: the
     recorded prefix up to the disabled pass is reused, not built again), or None for a
-    job that is no such variant (``job["prefix"]`` false, or a sweep's job)."""
+    job that is no such variant (`job["prefix"]` false, or a sweep's job)."""
     if not job.get("prefix") or not isinstance(job.get("baseline"), dict) or job["checks"]:
         return None
     from passlab.research.rerun import rerun

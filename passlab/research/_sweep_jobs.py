@@ -1,20 +1,20 @@
 """Sweep jobs as plain data, and what runs them on a worker.
 
 A job is a dict of plain values (strings, numbers, lists, numpy arrays) so that any
-``concurrent.futures.Executor`` can carry it: a local process pool, Dask's
-``Client.get_executor()``, Ray's executor. Pipelines travel as recipes: TVM's own passes
-by their place in ``Pipeline.default(target, variant)``, user passes by import path (with
-the ``sys.path`` folder they were imported from), user TVM passes by name.
+`concurrent.futures.Executor` can carry it: a local process pool, Dask's
+`Client.get_executor()`, Ray's executor. Pipelines travel as recipes: TVM's own passes
+by their place in `Pipeline.default(target, variant)`, user passes by import path (with
+the `sys.path` folder they were imported from), user TVM passes by name.
 
-:func:`run_job` is what an executor calls. It does not build in its own process: it hands
+`run_job` is what an executor calls. It does not build in its own process: it hands
 the job to a *build server*, a child Python process it starts once and reuses (importing
 TVM costs seconds), and watches it. A job that kills that process (a segfault in TVM,
-``os._exit`` in a user pass) becomes a "crashed" row and one that overruns its timeout a
+`os._exit` in a user pass) becomes a "crashed" row and one that overruns its timeout a
 "timeout" row; the next job starts a fresh server. The executor's worker never dies, so
 neither does the sweep. The server never outlives its worker: it asks the kernel for
-SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), watches its parent from a thread where
-that is missing, and stops itself :data:`~passlab.research._sweep_build.GRACE_S` seconds
-after a job's timeout. Building is done by :mod:`passlab.research._sweep_build`.
+SIGKILL when its parent dies (`PR_SET_PDEATHSIG`), watches its parent from a thread where
+that is missing, and stops itself `GRACE_S` seconds
+after a job's timeout. Building is done by `passlab.research._sweep_build`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def empty_row(model: str, pipeline: str) -> dict[str, Any]:
 
 # -------------------------------------------------------------------- pass recipes
 def _callable_ref(obj: Any, what: str) -> dict[str, Any]:
-    """``{"kind": "import", module, qualname, root, source_sha}`` or a SweepError."""
+    """`{"kind": "import", module, qualname, root, source_sha}` or a SweepError."""
     parts = _import_parts(obj)
     if parts is None:
         mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
@@ -124,7 +124,7 @@ _STAGE_FIELDS = ("stages", "tir_stages")
 
 
 def pipeline_recipe(pipe: Pipeline) -> dict[str, Any]:
-    """A pipeline as plain data (see :func:`pipeline_from_recipe`)."""
+    """A pipeline as plain data (see `pipeline_from_recipe`)."""
     if not isinstance(pipe, Pipeline):
         raise SweepError(f"a sweep pipeline is a passlab.Pipeline or a variant name "
                          f"('fused', 'build'), not {type(pipe).__name__}")
@@ -140,7 +140,7 @@ def pipeline_recipe(pipe: Pipeline) -> dict[str, Any]:
 
 
 def is_baseline(recipe: dict[str, Any]) -> bool:
-    """True for the unmodified ``Pipeline.default(target)`` (the fused variant)."""
+    """True for the unmodified `Pipeline.default(target)` (the fused variant)."""
     return recipe["variant"] == "fused" and recipe == pipeline_recipe(
         Pipeline.default(recipe["target"]))
 
@@ -214,9 +214,9 @@ def check_from_recipe(recipe: dict[str, Any]) -> Any:
 
 # ------------------------------------------------------------------- model specs
 def model_spec(model: Any, trust: bool = False) -> tuple[dict[str, Any], str]:
-    """``(spec, default label)``: built-in names and files travel as names, anything else
-    as the IRModule's JSON (``tvm.ir.save_json``). A ``.pt2`` file that only loads by
-    running code from it is refused here, before anything is built, unless ``trust``."""
+    """`(spec, default label)`: built-in names and files travel as names, anything else
+    as the IRModule's JSON (`tvm.ir.save_json`). A `.pt2` file that only loads by
+    running code from it is refused here, before anything is built, unless `trust`."""
     from passlab.models import NAMES, as_module
 
     if isinstance(model, str) and model in NAMES:
@@ -251,7 +251,7 @@ def model_from_spec(spec: dict[str, Any]) -> Any:
 
 
 def _check_pt2(path: Path) -> None:
-    """Refuse an untrusted ``.pt2`` in the sweep's own process (the worker checks again)."""
+    """Refuse an untrusted `.pt2` in the sweep's own process (the worker checks again)."""
     try:
         import torch  # noqa: F401 - the check reads the archive with torch's reader
     except ImportError:
@@ -335,7 +335,7 @@ _LOCAL = threading.local()  # one build server per executor thread, reused acros
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job in this thread's build server; always returns a row (as a dict, with
-    ``outputs``: the flattened results, or None)."""
+    `outputs`: the flattened results, or None)."""
     server = getattr(_LOCAL, "server", None)
     if server is None or server.proc.poll() is not None:
         server = _LOCAL.server = _Server()

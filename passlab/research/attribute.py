@@ -1,14 +1,14 @@
 """Which pass made it faster: each pass's effect on run time, by building without it.
 
-:func:`attribute` builds the model with the full pipeline and once more for each pass of
+`attribute` builds the model with the full pipeline and once more for each pass of
 its main chain (or the passes named) with that pass disabled, checks every variant's
 outputs against the full pipeline's on the same seeded inputs, profiles each one
-(:mod:`passlab.research.profile`) and tabulates what each pass costs or saves. The
-builds are sweep jobs (:mod:`passlab.research.sweep`): they run in worker processes, on
-the local pool or any ``concurrent.futures.Executor`` (Dask's ``client.get_executor()``),
+(`passlab.research.profile`) and tabulates what each pass costs or saves. The
+builds are sweep jobs (`passlab.research.sweep`): they run in worker processes, on
+the local pool or any `concurrent.futures.Executor` (Dask's `client.get_executor()`),
 and a variant that fails to build, crashes or runs out of time is a row, not the end.
 A build process keeps the full pipeline's build: each variant is re-run from it
-(:func:`passlab.research.rerun`: the recorded module before the disabled pass is where
+(`passlab.research.rerun`: the recorded module before the disabled pass is where
 it resumes), and a variant whose Relax pipeline ends in kernels already compiled there
 skips TIR lowering and codegen.
 """
@@ -50,14 +50,14 @@ _FULL = "(full pipeline)"
 @dataclass(frozen=True)
 class PassEffect:
     """One pass: the model built without it against the full pipeline, both timed in
-    alternation in the same job (so ``run_s``, the full pipeline's, is measured per row).
-    ``delta_s`` is ``run_s - run_s_without`` (positive: the pass costs time, negative: it saves it),
-    ``delta_pct`` that as a share of ``run_s_without``; ``kernels`` /
-    ``kernels_without`` count the kernels a run calls; ``moved`` the kernels whose time
-    per run changed most, as ``(kernel, seconds with the pass - without)``; ``spread``
-    the larger of the two end-to-end spreads; ``reused`` whether the build without the
+    alternation in the same job (so `run_s`, the full pipeline's, is measured per row).
+    `delta_s` is `run_s - run_s_without` (positive: the pass costs time, negative: it saves it),
+    `delta_pct` that as a share of `run_s_without`; `kernels` /
+    `kernels_without` count the kernels a run calls; `moved` the kernels whose time
+    per run changed most, as `(kernel, seconds with the pass - without)`; `spread`
+    the larger of the two end-to-end spreads; `reused` whether the build without the
     pass ended in the full pipeline's kernels and skipped TIR lowering and codegen;
-    ``paired`` whether the two were timed in alternation (else: in their own jobs)."""
+    `paired` whether the two were timed in alternation (else: in their own jobs)."""
 
     pass_: str
     status: str
@@ -81,9 +81,9 @@ class PassEffect:
 
 @dataclass(frozen=True, eq=False)
 class Attribution(NamedSequence[PassEffect], Displayable):
-    """The effect of each pass on run time (see :func:`attribute`): rows that built and
-    ran first, largest ``|delta_s|`` first, then the failures; indexed by position or
-    pass name. ``run_s`` and ``kernels`` are the full pipeline's."""
+    """The effect of each pass on run time (see `attribute`): rows that built and
+    ran first, largest `|delta_s|` first, then the failures; indexed by position or
+    pass name. `run_s` and `kernels` are the full pipeline's."""
 
     rows: tuple[PassEffect, ...]
     model: str
@@ -144,7 +144,7 @@ class Attribution(NamedSequence[PassEffect], Displayable):
         return _render.html_table(self._HEADER, self._cells(), caption=self.summary())
 
     def to_dataframe(self) -> Any:
-        """One row per pass with the :data:`COLUMNS` (pandas)."""
+        """One row per pass with the `COLUMNS` (pandas)."""
         import pandas as pd
 
         return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(COLUMNS))
@@ -212,11 +212,11 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
     Parameters
     ----------
     model
-        A built-in model name, a model file, an IRModule (anything ``sweep`` takes).
+        A built-in model name, a model file, an IRModule (anything `sweep` takes).
     pipeline
-        The full pipeline (default ``Pipeline.default("llvm")``); with a user pass inserted,
+        The full pipeline (default `Pipeline.default("llvm")`); with a user pass inserted,
         its row answers "what did my pass cost". Its passes must be importable (they run
-        in worker processes, as in :func:`passlab.sweep`).
+        in worker processes, as in `passlab.sweep`).
     passes
         Pass names to disable one at a time (a list, or "A,B"); default: every enabled
         pass of the Relax pipeline.
@@ -225,19 +225,19 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
     repeat
         Repeats of every timing (medians and spreads are over these).
     workers, executor, timeout
-        As for :func:`passlab.sweep`.
+        As for `passlab.sweep`.
     progress
         True prints one line per finished build on stderr.
     reuse_prefix
         True (default): each variant is re-run from the full pipeline's build
-        (:func:`passlab.research.rerun`), reusing its recorded modules up to the disabled
+        (`passlab.research.rerun`), reusing its recorded modules up to the disabled
         pass and its compiled kernels where they come out the same; False builds every
         variant from the model (the rows are the same, only slower to get).
 
     Returns
     -------
     Attribution
-        Rows with the :data:`COLUMNS`, largest effect first.
+        Rows with the `COLUMNS`, largest effect first.
 
     Examples
     --------

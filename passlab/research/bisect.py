@@ -1,6 +1,6 @@
 """Numeric bisection: which pass first makes the model compute something else?
 
-Every Relax pass of a recorded build leaves a module behind. :func:`bisect` finishes each
+Every Relax pass of a recorded build leaves a module behind. `bisect` finishes each
 of those modules with the rest of TVM's own lowering (the enabled TVM passes after that
 point, so a user pass never runs twice and a wrong pass shows at its own position), runs
 it on the same inputs, and compares the outputs with the unmodified default build.
@@ -27,10 +27,10 @@ __all__ = ["bisect", "BisectReport", "BisectRow"]
 
 @dataclass(frozen=True, eq=False)
 class BisectRow:
-    """One pass of the bisection: the module after ``step``, finished and run.
+    """One pass of the bisection: the module after `step`, finished and run.
 
-    ``status`` is "ok", "bad" (outputs outside the tolerance) or "error" (the module could
-    not be finished or run; ``error`` says why). ``source`` says where the outputs come
+    `status` is "ok", "bad" (outputs outside the tolerance) or "error" (the module could
+    not be finished or run; `error` says why). `source` says where the outputs come
     from: "built" (the module after the pass, finished and run), "previous" (the pass
     left the module exactly as it was: the row above's outputs) or "reference" (every
     pass so far and every TVM pass still to run are the reference build's: its outputs).
@@ -46,7 +46,7 @@ class BisectRow:
 
     @property
     def reused(self) -> bool:
-        """True when the outputs were not computed for this row (see ``source``)."""
+        """True when the outputs were not computed for this row (see `source`)."""
         return self.source != "built"
 
     @property
@@ -64,7 +64,7 @@ class BisectRow:
 @dataclass(frozen=True)
 class BisectReport(NamedSequence[BisectRow], _render.Displayable):
     """Per-pass numeric comparison with the default build; a sequence of
-    :class:`BisectRow`, indexed by position or pass name."""
+    `BisectRow`, indexed by position or pass name."""
 
     rows: tuple[BisectRow, ...]
     rtol: float
@@ -212,12 +212,12 @@ def _same_module(a: Any, b: Any) -> bool:
 
 def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
            rtol: float = 1e-5, atol: float = 1e-5, seed: int = 0) -> BisectReport:
-    """Find the first pass after which ``mod`` computes something else.
+    """Find the first pass after which `mod` computes something else.
 
-    ``mod`` is built with ``pipeline`` while recording. For each Relax pass, the module
-    after it is finished with the enabled TVM passes that follow it in ``pipeline``
+    `mod` is built with `pipeline` while recording. For each Relax pass, the module
+    after it is finished with the enabled TVM passes that follow it in `pipeline`
     (user passes do not run again), run, and compared with the unmodified default build
-    of ``mod`` (``Pipeline.default(target, variant)`` of the same target and variant).
+    of `mod` (`Pipeline.default(target, variant)` of the same target and variant).
     Rows need no build of their own when the pass left the module exactly as it was
     (the row above's outputs) or when every pass so far and every TVM pass still to run
     are the reference's, as before the first edit (the reference's outputs).
@@ -230,20 +230,20 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
         The pipeline to examine, usually the default with user passes.
     inputs
         Arguments of the entry function (inputs, then weights); missing ones are drawn
-        once with ``seed`` (:meth:`passlab.Build.inputs`) and used for every run.
+        once with `seed` (`passlab.Build.inputs`) and used for every run.
     rtol, atol
-        A pass is "bad" when some output is not ``numpy.isclose`` to the reference.
+        A pass is "bad" when some output is not `numpy.isclose` to the reference.
 
     Returns
     -------
     BisectReport
-        ``.first_bad`` (a Step or None), ``.rows``, ``to_text()``, ``to_html()`` (a plot
-        and the table), ``to_dataframe()``.
+        `.first_bad` (a Step or None), `.rows`, `to_text()`, `to_html()` (a plot
+        and the table), `to_dataframe()`.
 
     Raises
     ------
     passlab.BuildError
-        When the build with ``pipeline`` itself fails (its ``.trace`` says where). A
+        When the build with `pipeline` itself fails (its `.trace` says where). A
         module that cannot be finished or run later is a row with status "error".
 
     Examples

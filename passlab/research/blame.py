@@ -1,11 +1,11 @@
 """Blame: which passes created, rewrote or removed a function, a binding or a tensor.
 
-Like ``git blame`` for a compiled model: give a name you see in a snapshot (a global
-function such as ``fused_matmul_add_relu``, a Relax variable such as ``lv3``, a tensor
-from :func:`passlab.buffers` or a kernel parameter) and get the main-chain passes that
+Like `git blame` for a compiled model: give a name you see in a snapshot (a global
+function such as `fused_matmul_add_relu`, a Relax variable such as `lv3`, a tensor
+from `passlab.buffers` or a kernel parameter) and get the main-chain passes that
 touched it, back to the input model.
 
-Functions are followed through each step's ``functions_changed``; bindings through a
+Functions are followed through each step's `functions_changed`; bindings through a
 per-function map from variable name to the structural hash of its bound value, computed
 only for the functions a step changed and cached per function object.
 """
@@ -29,7 +29,7 @@ ACTIONS = ("created", "rewritten", "removed")
 
 @dataclass(frozen=True, eq=False)
 class Event:
-    """``step`` ``action`` ("created", "rewritten", "removed") the name; ``function`` is
+    """`step` `action` ("created", "rewritten", "removed") the name; `function` is
     the global function that holds it (for bindings and kernel parameters)."""
 
     action: str
@@ -43,10 +43,10 @@ class Event:
 
 @dataclass(frozen=True)
 class Blame(NamedSequence[Event], _render.Displayable):
-    """The history of one name along the main chain: a sequence of :class:`Event`.
+    """The history of one name along the main chain: a sequence of `Event`.
 
-    ``kind`` is "function", "binding", "tensor" (a :func:`passlab.buffers` alias,
-    followed as the binding ``resolved``) or "parameter" (of a kernel).
+    `kind` is "function", "binding", "tensor" (a `passlab.buffers` alias,
+    followed as the binding `resolved`) or "parameter" (of a kernel).
     """
 
     name: str
@@ -135,7 +135,7 @@ class _Names:
         self._hashes = _tvm.ObjectCache(_tvm.function_hash)
 
     def bindings(self, func: Any) -> dict[str, tuple[Any, ...]]:
-        """``{variable name: (bound values, ...)}`` of a Relax function ({} otherwise)."""
+        """`{variable name: (bound values, ...)}` of a Relax function ({} otherwise)."""
         if func is None or not _tvm.is_relax_function(func):
             return {}
         return self._bindings(func)
@@ -145,14 +145,14 @@ class _Names:
 
     @staticmethod
     def parameters(func: Any) -> dict[str, str]:
-        """``{parameter name: type text}`` of a kernel (PrimFunc)."""
+        """`{parameter name: type text}` of a kernel (PrimFunc)."""
         if func is None or not _tvm.is_prim_func(func):
             return {}
         return {str(p.name): str(getattr(p, "ty", "")) for p in func.params}
 
 
 def _chain(trace: Trace, at: Step | None) -> list[Step]:
-    """Main-chain steps up to ``at``, without side branches: a step whose output the
+    """Main-chain steps up to `at`, without side branches: a step whose output the
     build did not go on from (TVM's device-module Filter, whose input the next pass
     takes again)."""
     main = [s for s in trace if s.on_main_chain and s.after is not None]
@@ -170,8 +170,8 @@ def _chain(trace: Trace, at: Step | None) -> list[Step]:
 
 def _events(chain: list[Step], name: str, lookup: Callable[[Any], dict[str, Any]],
             same: Callable[[Any, Any], bool]) -> list[Event]:
-    """Where ``name`` (found in a function by ``lookup``) appears, disappears or changes
-    (``same`` says whether two found values are the same) along the chain."""
+    """Where `name` (found in a function by `lookup`) appears, disappears or changes
+    (`same` says whether two found values are the same) along the chain."""
     events = []
     for s in chain:
         fa, fb = _tvm.functions(s.before), _tvm.functions(s.after)
@@ -228,26 +228,26 @@ KINDS = ("function", "binding", "tensor", "parameter")
 
 def blame(where: Trace | Build | Step, name: str, *, trace: Trace | None = None,
           kind: str | None = None) -> Blame:
-    """The main-chain passes that created, rewrote or removed ``name``.
+    """The main-chain passes that created, rewrote or removed `name`.
 
     Parameters
     ----------
     where
-        A Trace or Build (the whole main chain), or a Step together with ``trace=``
+        A Trace or Build (the whole main chain), or a Step together with `trace=`
         (the chain up to and including that step).
     name
         A global function, a Relax variable (binding or parameter), a tensor name or
-        alias from :func:`passlab.buffers` (at the last step), or a kernel parameter.
+        alias from `passlab.buffers` (at the last step), or a kernel parameter.
     kind
         "function", "binding", "tensor" or "parameter" when a name is several things
-        (``matmul`` is a kernel and a variable); by default the first that fits, in
+        (`matmul` is a kernel and a variable); by default the first that fits, in
         that order.
 
     Returns
     -------
     Blame
-        Events in pass order, ``created_by`` / ``rewritten_by`` / ``removed_by`` and
-        ``in_input`` (whether the input model had the name).
+        Events in pass order, `created_by` / `rewritten_by` / `removed_by` and
+        `in_input` (whether the input model had the name).
 
     Raises
     ------

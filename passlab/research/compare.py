@@ -1,10 +1,10 @@
 """A/B pipelines: align two recorded builds pass by pass and say where they part.
 
 The main chains of both traces are aligned on pass names (Relax passes with Relax
-passes, TIR with TIR, by ``difflib.SequenceMatcher``). At every matched point the
+passes, TIR with TIR, by `difflib.SequenceMatcher`). At every matched point the
 modules after the pass are compared function by function (object identity first, then
 structural equality with free variables mapped and tensor bytes skipped), and
-``diff(...)`` shows the two modules side by side. Final deltas say what the difference
+`diff(...)` shows the two modules side by side. Final deltas say what the difference
 costs: kernels, temporary bytes, peak memory, build time.
 """
 
@@ -31,8 +31,8 @@ HTML_DIFFS = 3
 class Point:
     """One row of the alignment: a pass in A, in B, or in both.
 
-    ``status`` is "same" or "differs" (the modules after the pass, for a pass in both),
-    "only in A" or "only in B". ``functions`` names the global functions that differ
+    `status` is "same" or "differs" (the modules after the pass, for a pass in both),
+    "only in A" or "only in B". `functions` names the global functions that differ
     after a matched pass ("(module attrs)" when only the attributes do).
     """
 
@@ -52,7 +52,7 @@ class Point:
         return step.stage if step is not None else ""
 
     def diff(self, **kwargs: Any):
-        """``passlab.diff`` of A's module against B's after this pass (matched points)."""
+        """`passlab.diff` of A's module against B's after this pass (matched points)."""
         if self.a is None or self.b is None:
             raise ValueError(f"{self.name!r} ran {self.status}: there is nothing to diff "
                              "it against; diff a pass that ran in both builds")
@@ -66,7 +66,7 @@ class Point:
 
 @dataclass(frozen=True)
 class Delta:
-    """One final measure of A and B; ``change`` is B minus A (None if either is unknown)."""
+    """One final measure of A and B; `change` is B minus A (None if either is unknown)."""
 
     name: str
     a: float | None
@@ -87,9 +87,9 @@ class Delta:
 
 
 class Comparison(NamedSequence[Point], _render.Displayable):
-    """Two recorded builds aligned pass by pass: a read-only sequence of :class:`Point`.
+    """Two recorded builds aligned pass by pass: a read-only sequence of `Point`.
 
-    Index by position or by pass name (``comparison["FuseOps"]``).
+    Index by position or by pass name (`comparison["FuseOps"]`).
     """
 
     __slots__ = ("deltas", "names", "points")
@@ -291,9 +291,9 @@ def compare(a: Trace | Build, b: Trace | Build, *,
     Returns
     -------
     Comparison
-        Rows "same", "differs", "only in A", "only in B"; ``.identical``;
-        ``.diff(pass)`` for the synchronized IR diff; ``.deltas``: kernels (PrimFuncs),
-        bytes (``buffers(...).total_bytes``) and peak bytes at the last Relax pass, and
+        Rows "same", "differs", "only in A", "only in B"; `.identical`;
+        `.diff(pass)` for the synchronized IR diff; `.deltas`: kernels (PrimFuncs),
+        bytes (`buffers(...).total_bytes`) and peak bytes at the last Relax pass, and
         build time (seconds of top-level steps).
 
     Examples

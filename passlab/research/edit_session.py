@@ -1,16 +1,16 @@
 """Live pipeline editing, the model behind the Explorer's Edit pane: pending edits,
 re-runs and their A/B results. No Jupyter, no HTML of the pane here
-(:mod:`passlab.views.explorer_edit` draws it).
+(`passlab.views.explorer_edit` draws it).
 
-An :class:`EditSession` holds the build being explored, the passes the user registered,
-the edits waiting for "Run" and the :class:`HistoryEntry` of every run. A run calls
-:func:`passlab.research.rerun` on the first full build (a re-run's trace covers only the
+An `EditSession` holds the build being explored, the passes the user registered,
+the edits waiting for "Run" and the `HistoryEntry` of every run. A run calls
+`passlab.research.rerun` on the first full build (a re-run's trace covers only the
 re-run part, so it cannot be resumed from), which reuses the recorded prefix up to the
-first edited position; its :class:`ABResult` compares outputs, kernels, liveness peak,
+first edited position; its `ABResult` compares outputs, kernels, liveness peak,
 build time and run time (A and B timed in alternation) with the build it was edited from.
 
-The edits themselves (:class:`~passlab.pipeline.Edit`, by position in ``list(pipeline)``)
-are the pipeline's: :meth:`passlab.Pipeline.apply_edit`.
+The edits themselves (`Edit`, by position in `list(pipeline)`)
+are the pipeline's: `passlab.Pipeline.apply_edit`.
 
 Examples
 --------
@@ -75,7 +75,7 @@ def _cell(name: str, value: float | None) -> str:
 
 
 def built_what(build: Build) -> str:
-    """What a build's ``seconds`` measured: "whole pipeline", or for a re-run the part it
+    """What a build's `seconds` measured: "whole pipeline", or for a re-run the part it
     ran, e.g. "re-run from #5 FuseOps (4 recorded passes reused)"."""
     if not isinstance(build, Rerun) or build.reused == 0:
         return "whole pipeline"
@@ -92,7 +92,7 @@ RUN_REPEAT = 5
 @dataclass(frozen=True)
 class ABResult(_render.Displayable):
     """A run against the build it was edited from (A) and its new build (B), or how it
-    failed: ``error`` (the message), ``failed_step`` and the ``reproducer`` script."""
+    failed: `error` (the message), `failed_step` and the `reproducer` script."""
 
     a: str
     b: str
@@ -210,8 +210,8 @@ def _run_change(a: float | None, b: float | None, spread: float | None) -> str:
 
 @dataclass(frozen=True)
 class HistoryEntry(_render.Displayable):
-    """One run of the session: its ``pipeline``, ``build`` (None when it failed) and the
-    A/B ``result`` (None for the recorded build the session started from)."""
+    """One run of the session: its `pipeline`, `build` (None when it failed) and the
+    A/B `result` (None for the recorded build the session started from)."""
 
     pipeline: Pipeline
     build: Build | None = field(repr=False)
@@ -237,7 +237,7 @@ class EditSession:
     Parameters
     ----------
     build
-        The recorded build to edit (a :class:`~passlab.Build`; a Rerun is edited from
+        The recorded build to edit (a `Build`; a Rerun is edited from
         the full build it came from).
     """
 
@@ -272,7 +272,7 @@ class EditSession:
         return pipe
 
     def register(self, fn: Callable, name: str | None = None) -> str:
-        """Offer ``fn`` (IRModule -> IRModule) to the insert control; returns its name."""
+        """Offer `fn` (IRModule -> IRModule) to the insert control; returns its name."""
         if not callable(fn) or _tvm.is_pass(fn):
             raise TypeError("register_pass() takes a function IRModule -> IRModule, not "
                             f"{type(fn).__name__}; insert TVM passes by name")
@@ -286,13 +286,13 @@ class EditSession:
         return n
 
     def add(self, edit: Edit) -> None:
-        """Queue ``edit`` after checking it applies (else raise, queue unchanged)."""
+        """Queue `edit` after checking it applies (else raise, queue unchanged)."""
         self.pipeline.apply_edit(edit, self.registered)
         self.pending = self.pending + (edit,)
 
     def set_pending(self, edits: list[Any]) -> tuple[Edit, ...]:
-        """Replace the pending edits by ``edits`` (dicts from the front end, or Edits),
-        keeping those that apply up to the first bad one; :attr:`message` says why that
+        """Replace the pending edits by `edits` (dicts from the front end, or Edits),
+        keeping those that apply up to the first bad one; `message` says why that
         one was refused. Returns the edits kept."""
         self.pending, self.message = (), ""
         for d in edits:
@@ -304,7 +304,7 @@ class EditSession:
         return self.pending
 
     def show(self, index: int) -> HistoryEntry:
-        """Show history entry ``index`` (a run that built); pending edits are dropped."""
+        """Show history entry `index` (a run that built); pending edits are dropped."""
         if not 0 <= index < len(self.history) or self.history[index].build is None:
             ok = [str(i) for i, h in enumerate(self.history) if h.build is not None]
             raise IndexError(f"no build to show at history entry {index}; entries with a "
@@ -314,7 +314,7 @@ class EditSession:
 
     # -- running
     def run(self, pipeline: Pipeline | None = None) -> HistoryEntry:
-        """Re-run with ``pipeline`` (default :attr:`pipeline`) from the first edit; the
+        """Re-run with `pipeline` (default `pipeline`) from the first edit; the
         entry is added to the history and shown when it built."""
         new = self.pipeline if pipeline is None else pipeline
         if not isinstance(new, Pipeline):
@@ -404,7 +404,7 @@ def _ab(prev: HistoryEntry, new: Build, label: str, original: Build) -> ABResult
 
 
 def _incomparable(a: Build, b: Build) -> str:
-    """Why ``a`` and ``b`` cannot run on the same inputs ("" when they can): their entry
+    """Why `a` and `b` cannot run on the same inputs ("" when they can): their entry
     functions differ in name, parameters or result."""
     try:
         ea, eb = a.entry, b.entry

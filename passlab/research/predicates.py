@@ -1,7 +1,7 @@
-"""Ready predicates for :meth:`passlab.Trace.first` and :meth:`passlab.Trace.filter`.
+"""Ready predicates for `passlab.Trace.first` and `passlab.Trace.filter`.
 
-Each predicate looks at ``step.after`` (False for a failed step), has a readable
-``repr``, and combines with ``&``, ``|`` and ``~``. Per-function facts (which operators a
+Each predicate looks at `step.after` (False for a failed step), has a readable
+`repr`, and combines with `&`, `|` and `~`. Per-function facts (which operators a
 Relax function calls) are cached per function object, and unchanged functions are the
 same objects from step to step, so scanning a whole trace reads each function once.
 
@@ -29,9 +29,9 @@ __all__ = ["Predicate", "no_calls", "calls", "has_function", "buffer_over"]
 
 
 class Predicate:
-    """A named test of a step: ``pred(step) -> bool``.
+    """A named test of a step: `pred(step) -> bool`.
 
-    ``&``, ``|`` and ``~`` combine predicates (and plain functions of a step); a failed
+    `&`, `|` and `~` combine predicates (and plain functions of a step); a failed
     step (no module after it) satisfies none, negated or not.
     """
 
@@ -67,8 +67,8 @@ def _name(f: Any) -> str:
 
 
 def _called_names(func: Any) -> frozenset[str]:
-    """Operators (``relax.nn.relu``), global functions (called directly or through
-    ``call_tir``) and extern symbols a Relax function calls."""
+    """Operators (`relax.nn.relu`), global functions (called directly or through
+    `call_tir`) and extern symbols a Relax function calls."""
     import tvm
     from tvm import relax
 
@@ -107,23 +107,23 @@ def _module_calls() -> Callable[[Any], frozenset[str]]:
 
 def no_calls(prefix: str = "relax.nn.") -> Predicate:
     """True when no Relax function of the module calls an operator whose name starts
-    with ``prefix`` (``"relax.nn."``: every neural-network operator has been legalized)."""
+    with `prefix` (`"relax.nn."`: every neural-network operator has been legalized)."""
     calls_of = _module_calls()
     return Predicate.on_module(f"no_calls({prefix!r})",
                      lambda mod: not any(n.startswith(prefix) for n in calls_of(mod)))
 
 
 def calls(op_name: str) -> Predicate:
-    """True when some Relax function calls ``op_name``: an operator (``"relax.nn.relu"``
-    or ``"nn.relu"``) or a global function, directly or through ``call_tir``."""
+    """True when some Relax function calls `op_name`: an operator (`"relax.nn.relu"`
+    or `"nn.relu"`) or a global function, directly or through `call_tir`."""
     calls_of = _module_calls()
     wanted = {op_name, "relax." + op_name}
     return Predicate.on_module(f"calls({op_name!r})", lambda mod: bool(wanted & calls_of(mod)))
 
 
 def has_function(name: str) -> Predicate:
-    """True when the module has a global function called ``name``; shell-style patterns
-    work (``"fused_*"``)."""
+    """True when the module has a global function called `name`; shell-style patterns
+    work (`"fused_*"`)."""
     pattern = any(c in name for c in "*?[")
 
     def test(mod: Any) -> bool:
@@ -135,7 +135,7 @@ def has_function(name: str) -> Predicate:
 
 def buffer_over(nbytes: int) -> Predicate:
     """True when a temporary tensor (an intermediate, not an input, weight or output)
-    of more than ``nbytes`` bytes appears in the module (see :func:`passlab.buffers`).
+    of more than `nbytes` bytes appears in the module (see `passlab.buffers`).
     Modules the buffer analysis cannot read count as False."""
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
         raise ValueError(f"nbytes must be a non-negative int, not {nbytes!r}")

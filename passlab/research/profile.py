@@ -1,12 +1,12 @@
 """Run time per kernel, linked to the operators it holds and the passes that shaped it.
 
-``build.profile(*inputs)`` runs the entry function once with an instrument to see which
+`build.profile(*inputs)` runs the entry function once with an instrument to see which
 kernels it calls (with copies of their arguments), then times the entry function end to
 end, each kernel alone on its arguments, and the VM's own overhead (the same program with
-empty kernels: interpreter, ``vm.builtin.*`` calls, allocations). Each kernel row carries
-its source operators (:func:`passlab.provenance`) and the passes that created or rewrote
-it (:func:`passlab.blame`), joined by kernel name. Timing goes through
-:mod:`passlab._tvm.timing`.
+empty kernels: interpreter, `vm.builtin.*` calls, allocations). Each kernel row carries
+its source operators (`passlab.provenance`) and the passes that created or rewrote
+it (`passlab.blame`), joined by kernel name. Timing goes through
+`passlab._tvm.timing`.
 
 Examples
 --------
@@ -44,14 +44,14 @@ COLUMNS = ("kernel", "calls", "median_s", "min_s", "max_s", "total_s", "share", 
 
 @dataclass(frozen=True)
 class KernelTime:
-    """One kernel: ``calls`` per run, seconds per call (``median_s``, ``min_s``,
-    ``max_s`` over the repeats; 0 for a kernel of the library the run never called),
-    ``total_s`` per run, ``share`` of the end-to-end time,
-    ``bytes`` its tensor arguments hold (read and written) and ``flops`` (TVM's estimate,
-    None when it has none) per call, achieved ``gflops`` and ``gbps``; ``ops`` the
-    operator calls of the input it holds, ``sources`` their source-model names (ONNX
-    nodes, PyTorch modules) or, without those, the ops; ``passes`` the labels of the
-    passes that created or rewrote it; ``noisy`` when ``spread`` exceeds :data:`NOISY`."""
+    """One kernel: `calls` per run, seconds per call (`median_s`, `min_s`,
+    `max_s` over the repeats; 0 for a kernel of the library the run never called),
+    `total_s` per run, `share` of the end-to-end time,
+    `bytes` its tensor arguments hold (read and written) and `flops` (TVM's estimate,
+    None when it has none) per call, achieved `gflops` and `gbps`; `ops` the
+    operator calls of the input it holds, `sources` their source-model names (ONNX
+    nodes, PyTorch modules) or, without those, the ops; `passes` the labels of the
+    passes that created or rewrote it; `noisy` when `spread` exceeds `NOISY`."""
 
     kernel: str
     calls: int
@@ -85,7 +85,7 @@ class KernelTime:
 
 @dataclass(frozen=True)
 class SourceTimes(Displayable):
-    """Time per source operator (``Profile.by_source()``): a kernel's time is split
+    """Time per source operator (`Profile.by_source()`): a kernel's time is split
     evenly among the source names it holds, so the rows add up to the kernels' sum."""
 
     rows: tuple[tuple[str, tuple[str, ...], float, float], ...]  # source, kernels, s, share
@@ -111,10 +111,10 @@ class SourceTimes(Displayable):
 
 @dataclass(frozen=True, eq=False)
 class Profile(NamedSequence[KernelTime], Displayable):
-    """Kernel times of one build (slowest first; see :func:`profile`), indexed by
-    position or kernel name. ``end_to_end_s`` is the median of the entry function,
-    ``overhead_s`` the VM's own time (the program with empty kernels), ``builtins`` the
-    non-kernel calls per run; ``gap_s`` is what neither accounts for."""
+    """Kernel times of one build (slowest first; see `profile`), indexed by
+    position or kernel name. `end_to_end_s` is the median of the entry function,
+    `overhead_s` the VM's own time (the program with empty kernels), `builtins` the
+    non-kernel calls per run; `gap_s` is what neither accounts for."""
 
     kernels: tuple[KernelTime, ...]
     end_to_end_s: float
@@ -158,7 +158,7 @@ class Profile(NamedSequence[KernelTime], Displayable):
         return self.build._kernels.tir_mod[kernel].script()
 
     def code(self, kernel: str, kind: str | None = None) -> str:
-        """What the target generated for the kernel (``build.source(kind, kernel)``)."""
+        """What the target generated for the kernel (`build.source(kind, kernel)`)."""
         self[kernel]
         return self.build.source(kind, kernel=kernel)
 
@@ -208,7 +208,7 @@ class Profile(NamedSequence[KernelTime], Displayable):
         return _render.html_table(self._HEADER, self._cells(), caption=self.summary())
 
     def to_dataframe(self) -> Any:
-        """One row per kernel with the :data:`COLUMNS` (pandas)."""
+        """One row per kernel with the `COLUMNS` (pandas)."""
         import pandas as pd
 
         return pd.DataFrame([k.to_dict() for k in self.kernels], columns=list(COLUMNS))
@@ -242,7 +242,7 @@ def _final_relax(build: Any) -> Any:
 
 def _kernel_names(build: Any) -> dict[str, str]:
     """Generated symbol -> kernel (PrimFunc) name; shape functions are the VM's own work
-    (counted in the overhead, listed in ``builtins``)."""
+    (counted in the overhead, listed in `builtins`)."""
     if build._kernels is None:
         return {}
     out = {}
@@ -277,23 +277,23 @@ def _links(build: Any, kernels: list[str]) -> dict[str, tuple[tuple, tuple, tupl
 def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = None,
             min_repeat_ms: int | None = None, seed: int = 0, links: bool = True,
             overhead: bool = True) -> Profile:
-    """Time ``build``'s entry function and each kernel it calls (see the module doc).
+    """Time `build`'s entry function and each kernel it calls (see the module doc).
 
     Parameters
     ----------
     inputs
         Input arrays; missing ones (all, or the weights after the inputs) are drawn as
-        by ``build.run`` with ``seed``.
+        by `build.run` with `seed`.
     repeat
         Repeats of each measurement (medians and spreads are over these).
     number
-        Calls per repeat; default: as many as fill ``min_repeat_ms`` (default 2 ms).
+        Calls per repeat; default: as many as fill `min_repeat_ms` (default 2 ms).
     links
-        False leaves each kernel's ``sources``, ``ops`` and ``passes`` empty: no
-        provenance or blame of the trace (``attribute`` needs only the times).
+        False leaves each kernel's `sources`, `ops` and `passes` empty: no
+        provenance or blame of the trace (`attribute` needs only the times).
     overhead
-        False does not time the runtime overhead (no skeleton VM to build: ``overhead_s``
-        and ``gap_s`` are NaN); ``attribute`` and ``sweep(profile=)`` compare end-to-end
+        False does not time the runtime overhead (no skeleton VM to build: `overhead_s`
+        and `gap_s` are NaN); `attribute` and `sweep(profile=)` compare end-to-end
         and kernel times only.
 
     Raises
@@ -367,9 +367,9 @@ def profile(build: Any, *inputs: Any, repeat: int = 10, number: int | None = Non
 
 def paired_end_to_end(a: Any, b: Any, *inputs: Any, repeat: int = 10, seed: int = 0,
                       min_repeat_ms: int = 2) -> tuple[float, float, float]:
-    """``(median a, median b, larger spread)``: the entry functions of two builds of one
+    """`(median a, median b, larger spread)`: the entry functions of two builds of one
     model on the same inputs, timed in alternation, so that load that comes and goes
-    falls on both alike (``attribute`` times each variant against the full pipeline so)."""
+    falls on both alike (`attribute` times each variant against the full pipeline so)."""
     tgt = _tvm.target(a.pipeline.target)
     kind = tgt.kind.name
     dev = _timing.device(kind)

@@ -2,12 +2,12 @@
 
 A recorded build keeps the module before every pass. When a user edits the pipeline
 late (inserts a pass after CallTIRRewrite, say), everything before the edit is the same
-computation as before; :func:`rerun` resumes from the snapshot just before the first pass
+computation as before; `rerun` resumes from the snapshot just before the first pass
 that differs and runs only the rest, TVM's TIR pipeline and codegen included.
 
 This module also holds the two helpers the other research tools share: which recorded
-step ran which pipeline entry (:func:`pipeline_chain`), and a pipeline reduced to some
-of its entries (:func:`keep_only`).
+step ran which pipeline entry (`pipeline_chain`), and a pipeline reduced to some
+of its entries (`keep_only`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ __all__ = ["rerun", "Rerun", "pipeline_chain", "keep_only"]
 
 # ---------------------------------------------------------------- shared helpers
 def pipeline_chain(trace: Trace, pipeline: Pipeline) -> tuple[tuple[int, Step], ...]:
-    """``(position, step)`` for every pipeline entry the recorded build ran, in order
-    (:func:`passlab.recording.numbering.pipeline_chain`, which the views' one numbering
+    """`(position, step)` for every pipeline entry the recorded build ran, in order
+    (`passlab.recording.numbering.pipeline_chain`, which the views' one numbering
     of passes also uses)."""
     from passlab.recording.numbering import pipeline_chain as chain
 
@@ -42,8 +42,8 @@ def pipeline_chain(trace: Trace, pipeline: Pipeline) -> tuple[tuple[int, Step], 
 
 
 def keep_only(pipeline: Pipeline, positions: Collection[int]) -> Pipeline:
-    """``pipeline`` with only the entries at ``positions`` (indices into
-    ``list(pipeline)``), stages kept so that traces still show stage boundaries."""
+    """`pipeline` with only the entries at `positions` (indices into
+    `list(pipeline)`), stages kept so that traces still show stage boundaries."""
     keep, i, stages = set(positions), 0, []
     for stage in pipeline.stages:
         kept = []
@@ -70,16 +70,16 @@ def _same_entry(a: PassEntry, b: PassEntry) -> bool:
 # ------------------------------------------------------------------------ rerun
 @dataclass(frozen=True)
 class Rerun(Build):
-    """A :class:`~passlab.Build` resumed from a recorded snapshot.
+    """A `Build` resumed from a recorded snapshot.
 
-    ``trace`` covers only the re-run part (the remaining Relax passes, then TIR and codegen
+    `trace` covers only the re-run part (the remaining Relax passes, then TIR and codegen
     unless the kernels came out structurally identical, in which case the original's
-    compiled library is reused: ``trace.kernels_reused``);
-    ``pipeline`` is the full new pipeline and ``module`` the original input, so
-    ``run()`` and ``inputs()`` behave as for a full build. ``resumed_step`` is the step
-    of the original trace whose ``.before`` was resumed from (None when every Relax pass
-    was reused), ``resumed_pass`` the first pass that ran again and ``resumed_position``
-    its index in ``list(pipeline)``; ``reused`` counts the recorded passes not run again.
+    compiled library is reused: `trace.kernels_reused`);
+    `pipeline` is the full new pipeline and `module` the original input, so
+    `run()` and `inputs()` behave as for a full build. `resumed_step` is the step
+    of the original trace whose `.before` was resumed from (None when every Relax pass
+    was reused), `resumed_pass` the first pass that ran again and `resumed_position`
+    its index in `list(pipeline)`; `reused` counts the recorded passes not run again.
     """
 
     original: Build | None = field(default=None, repr=False)
@@ -128,31 +128,31 @@ class Rerun(Build):
 
 def rerun(original: Build, new_pipeline: Pipeline, *, reuse: Collection[Build] = (),
           progress: bool | Callable[[str, int], None] = False) -> Rerun:
-    """Build with ``new_pipeline``, reusing ``original``'s snapshots up to the first pass
+    """Build with `new_pipeline`, reusing `original`'s snapshots up to the first pass
     that differs.
 
     The enabled entries of both pipelines are compared in order; the first position
     where they differ (a pass inserted, removed, replaced, disabled or enabled) is where
     the build resumes, from the recorded module before that pass. The result gives the
-    same outputs as ``passlab.build(original.module, new_pipeline)``.
+    same outputs as `passlab.build(original.module, new_pipeline)`.
 
     Parameters
     ----------
     original
-        A recorded build (from :func:`passlab.build`).
+        A recorded build (from `passlab.build`).
     new_pipeline
         The edited pipeline; a different target means a full rebuild.
     reuse
-        Other earlier builds whose compiled kernels may be reused too (``original``'s
-        always may): see ``passlab.build``.
+        Other earlier builds whose compiled kernels may be reused too (`original`'s
+        always may): see `passlab.build`.
     progress
-        As for ``passlab.build``: the passes of the re-run part.
+        As for `passlab.build`: the passes of the re-run part.
 
     Returns
     -------
     Rerun
-        A Build whose trace covers the re-run part, with ``.note`` and ``.downstream``
-        (a :class:`~passlab.research.compare.Comparison` with the original).
+        A Build whose trace covers the re-run part, with `.note` and `.downstream`
+        (a `Comparison` with the original).
 
     Examples
     --------

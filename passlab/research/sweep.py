@@ -1,13 +1,13 @@
 """Sweeps: many models times many pipelines, each build in a worker process.
 
-:func:`sweep` builds every model with every pipeline while recording, runs each build on
+`sweep` builds every model with every pipeline while recording, runs each build on
 the same seeded inputs as the baseline (the unmodified default pipeline) and gathers one
 row per job: status, failing pass, build time, main-chain length, kernels, peak temporary
 memory before and after memory planning, and the largest output difference from the
-baseline. Jobs are plain data (:mod:`passlab.research._sweep_jobs`), so a local process
-pool or a Dask cluster (``client.get_executor()``) can run them; each
+baseline. Jobs are plain data (`passlab.research._sweep_jobs`), so a local process
+pool or a Dask cluster (`client.get_executor()`) can run them; each
 runs in a build process watched by its worker, so a crash or a timeout is a row, not the
-end of the sweep. With ``out=`` each job keeps its trace file, its report and a small
+end of the sweep. With `out=` each job keeps its trace file, its report and a small
 JSON record, and running the same sweep again only builds what is missing.
 """
 
@@ -53,7 +53,7 @@ _FAILED = ("failed", "timeout", "crashed")
 
 @dataclass(frozen=True)
 class SweepRow:
-    """One job of a sweep: a model built with a pipeline (see :data:`COLUMNS`)."""
+    """One job of a sweep: a model built with a pipeline (see `COLUMNS`)."""
 
     model: str
     pipeline: str
@@ -76,8 +76,8 @@ class SweepRow:
 
 @dataclass(frozen=True)
 class Sweep(_render.Displayable):
-    """The rows of a sweep, in model-major order; ``ran`` jobs were built now and
-    ``reused`` were read from an earlier run's records in ``out``."""
+    """The rows of a sweep, in model-major order; `ran` jobs were built now and
+    `reused` were read from an earlier run's records in `out`."""
 
     rows: tuple[SweepRow, ...]
     baseline: str
@@ -103,7 +103,7 @@ class Sweep(_render.Displayable):
         return iter(self.rows)
 
     def __getitem__(self, key: int | tuple[str, str]) -> SweepRow:
-        """A row by position or by ``(model, pipeline)``."""
+        """A row by position or by `(model, pipeline)`."""
         if isinstance(key, tuple):
             for r in self.rows:
                 if (r.model, r.pipeline) == key:
@@ -121,7 +121,7 @@ class Sweep(_render.Displayable):
         return out
 
     def to_dataframe(self):
-        """One row per job with exactly the :data:`COLUMNS` (pandas)."""
+        """One row per job with exactly the `COLUMNS` (pandas)."""
         import pandas as pd
 
         return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(COLUMNS))
@@ -154,7 +154,7 @@ class Sweep(_render.Displayable):
 
     def to_html(self, path: str | os.PathLike | None = None) -> Any:
         """The table as HTML (failures highlighted, links to each job's report); with
-        ``path``, write an index page there that links every job's report and trace,
+        `path`, write an index page there that links every job's report and trace,
         and return the path."""
         if path is None:
             return self._table_html(None)
@@ -264,7 +264,7 @@ def _safe(name: str) -> str:
 
 
 def job_folder(out: Path, model: str, pipeline: str) -> Path:
-    """Where a job keeps its files: ``out/<model>-<hash>/<pipeline>-<hash>``. The names
+    """Where a job keeps its files: `out/<model>-<hash>/<pipeline>-<hash>`. The names
     are cut to safe characters, and the hash of the exact label keeps two labels that
     differ only in the characters cut ("my model", "my_model") in two folders."""
     def part(name: str) -> str:
@@ -284,7 +284,7 @@ def _check_timeout(timeout: Any) -> float | None:
 
 
 def _check_out(folder: Path) -> None:
-    """Refuse an ``out`` folder that cannot be written, before anything is built."""
+    """Refuse an `out` folder that cannot be written, before anything is built."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".passlab-probe-"):
@@ -369,72 +369,72 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     ----------
     models
         Built-in model names, model file paths, IRModules (or anything
-        :func:`passlab.load` takes), as a list or a dict ``label -> model``.
+        `passlab.load` takes), as a list or a dict `label -> model`.
     pipelines
-        A dict ``name -> Pipeline`` (or a variant name, "fused" or "build"). The
-        unmodified ``Pipeline.default(target)`` is the baseline for ``max_abs_diff``;
+        A dict `name -> Pipeline` (or a variant name, "fused" or "build"). The
+        unmodified `Pipeline.default(target)` is the baseline for `max_abs_diff`;
         when none of them is, it is added as "default". User passes must be importable
         (defined in a module, not a notebook cell): jobs travel to other processes.
     inputs
         None (random inputs and weights, seed 0, the same for every pipeline), a seed, a
-        list of input arrays for every model, or a dict ``label -> arrays``.
+        list of input arrays for every model, or a dict `label -> arrays`.
     workers
-        Processes of the local pool (default: the CPU count). Ignored with ``executor``.
+        Processes of the local pool (default: the CPU count). Ignored with `executor`.
     executor
-        Any ``concurrent.futures.Executor`` instead of the local pool, e.g. Dask's
-        ``Client.get_executor()`` (Ray ships none). It must not be shared with work that
+        Any `concurrent.futures.Executor` instead of the local pool, e.g. Dask's
+        `Client.get_executor()` (Ray ships none). It must not be shared with work that
         needs its workers' full attention: each job runs in a build process its worker
         starts once and reuses.
     out
-        A folder that keeps each job's trace (``trace.zip``), report (``report.html``),
-        outputs and record (``job.json``); a sweep run again with the same ``out`` only
-        builds jobs without a finished record. ``result.to_html(out / "index.html")``
+        A folder that keeps each job's trace (`trace.zip`), report (`report.html`),
+        outputs and record (`job.json`); a sweep run again with the same `out` only
+        builds jobs without a finished record. `result.to_html(out / "index.html")`
         writes a page linking them all.
     checks
-        Checks for every build: ``passlab.checks.well_formed()``, ``no_ops_after(...)``,
-        ``immutable_modules()`` or importable functions ``(step) -> str | None``.
+        Checks for every build: `passlab.checks.well_formed()`, `no_ops_after(...)`,
+        `immutable_modules()` or importable functions `(step) -> str | None`.
     timeout
         Seconds one job may take (a positive number; None: no limit); a job over time is
         killed and becomes a "timeout" row. Its build process also stops itself a few
         seconds after the limit, whatever happens to its worker.
     progress
-        True prints one line per finished job on stderr; a callable gets ``(row, done,
-        total)``.
+        True prints one line per finished job on stderr; a callable gets `(row, done,
+        total)`.
     profile
         True (or a number of repeats; True is 10) times each build that ran
-        (:meth:`passlab.Build.profile`, in its build process): the rows get ``run_s``,
-        the end-to-end median, and ``run_s_vs_default``, its ratio to the baseline's.
+        (`passlab.Build.profile`, in its build process): the rows get `run_s`,
+        the end-to-end median, and `run_s_vs_default`, its ratio to the baseline's.
     trust
-        Model files that can run code when read (``.pt2`` archives with pickles) are
-        refused unless True; see :func:`passlab.load`.
+        Model files that can run code when read (`.pt2` archives with pickles) are
+        refused unless True; see `passlab.load`.
 
     Returns
     -------
     Sweep
-        Rows with the :data:`COLUMNS`; ``.to_dataframe()``, ``.to_html(path)``.
+        Rows with the `COLUMNS`; `.to_dataframe()`, `.to_html(path)`.
 
     Raises
     ------
     SweepError
-        A malformed argument (a timeout that is not a positive number, an ``out`` folder
+        A malformed argument (a timeout that is not a positive number, an `out` folder
         that cannot be written, a pass that cannot travel to a worker ...), before
         anything is built.
     KeyboardInterrupt
         Ctrl-C stops the sweep within seconds: the local pool's workers and their build
-        processes are killed, and ``.sweep`` holds the rows that had finished (their
-        records stay in ``out``, so running the sweep again resumes).
+        processes are killed, and `.sweep` holds the rows that had finished (their
+        records stay in `out`, so running the sweep again resumes).
 
     Notes
     -----
-    Each job's files are in ``out/<model>-<hash>/<pipeline>-<hash>/`` (see
-    :func:`job_folder`). A worker process of the local pool that dies (the OOM killer, a
+    Each job's files are in `out/<model>-<hash>/<pipeline>-<hash>/` (see
+    `job_folder`). A worker process of the local pool that dies (the OOM killer, a
     pass that kills its parent) breaks the pool: the jobs lost with it run again on a
     fresh pool, one at a time, and the job that kills its worker again is a "crashed"
     row. Every build process dies with its worker.
 
-    The local pool starts its workers with "spawn" (TVM and ``fork`` do not mix), and a
-    spawned worker imports the main module: a script that calls ``sweep`` needs the
-    ``if __name__ == "__main__":`` guard (notebooks need nothing).
+    The local pool starts its workers with "spawn" (TVM and `fork` do not mix), and a
+    spawned worker imports the main module: a script that calls `sweep` needs the
+    `if __name__ == "__main__":` guard (notebooks need nothing).
 
     Examples
     --------
@@ -538,8 +538,8 @@ def _abandon(pool: Executor, own: bool, futures: Mapping[Any, int]) -> None:
 
 
 def _completed(futures: Iterable[Any], poll: float = 0.25) -> Iterator[Any]:
-    """The futures as they finish, as ``as_completed`` yields them, but waiting at most
-    ``poll`` seconds at a time: Python runs a signal's handler in the main thread only,
+    """The futures as they finish, as `as_completed` yields them, but waiting at most
+    `poll` seconds at a time: Python runs a signal's handler in the main thread only,
     and when the kernel hands a Ctrl-C to another thread (one of the executor's, when the
     main thread has SIGINT blocked) an untimed wait sleeps on until the next job ends,
     which for a hanging job is its timeout."""
@@ -553,7 +553,7 @@ def _completed(futures: Iterable[Any], poll: float = 0.25) -> Iterator[Any]:
 def _run(jobs: list[dict[str, Any]], todo: list[int],
          results: dict[int, tuple[dict[str, Any], list[Any] | None]], workers: int | None,
          executor: Executor | None, show: Any, done: int) -> None:
-    """Run the jobs ``todo``. On the local pool, jobs lost when a worker process dies (the
+    """Run the jobs `todo`. On the local pool, jobs lost when a worker process dies (the
     OOM killer, a pass that kills its parent) run again on a fresh pool; a pool of one
     worker runs jobs in order, so there the first lost job is the one that killed it: a
     "crashed" row, and the others run again."""

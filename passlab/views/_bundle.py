@@ -1,7 +1,7 @@
-"""The front end's one build step: ES modules in ``static/`` joined into one file, offline.
+"""The front end's one build step: ES modules in `static/` joined into one file, offline.
 
 The Explorer's front end is ES modules with explicit imports. anywidget takes one ES
-module (``_esm``) and the report one ``<script>``, so :func:`bundle` joins the modules
+module (`_esm`) and the report one `<script>`, so `bundle` joins the modules
 that an entry module imports, in dependency order, each in its own scope::
 
     const __m_core = (() => {          // core.js: its code, then its exports
@@ -12,12 +12,12 @@ that an entry module imports, in dependency order, each in its own scope::
       const { h } = __m_core;
       ...
 
-The bundle then ends with ``export default __m_main.default;`` (``fmt="esm"``, for
-anywidget: the entry's ``export default { render }``) or runs as a classic script
-(``fmt="script"``, for the report: the entry module does what it needs itself).
+The bundle then ends with `export default __m_main.default;` (`fmt="esm"`, for
+anywidget: the entry's `export default { render }`) or runs as a classic script
+(`fmt="script"`, for the report: the entry module does what it needs itself).
 
 Only a small subset of the import/export syntax is read, one statement at the start of a
-line (a statement may run over several lines up to its ``;``)::
+line (a statement may run over several lines up to its `;`)::
 
     import { a, b as c } from "./x.js";      // relative paths ending in .js only
     export function f(...) / export async function f / export class C
@@ -25,8 +25,8 @@ line (a statement may run over several lines up to its ``;``)::
     export { a, b as c };
     export default { render };              // the entry module only
 
-Anything else starting with ``import`` or ``export`` (a default or namespace import, a
-bare ``import "./x.js"``, ``export *``, ``import(...)``) is a :class:`BundleError` naming
+Anything else starting with `import` or `export` (a default or namespace import, a
+bare `import "./x.js"`, `export *`, `import(...)`) is a `BundleError` naming
 the file and line, as are a missing file, an import of a name the other file does not
 export, and an import cycle. No file can read another's names except through an import:
 each module runs inside its own function.
@@ -67,8 +67,8 @@ class BundleError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Module:
-    """One parsed module: its imports ``(path, ((name, local), ...), line)``, its exports
-    ``((exported, local), ...)``, its default export's names, and its code with the
+    """One parsed module: its imports `(path, ((name, local), ...), line)`, its exports
+    `((exported, local), ...)`, its default export's names, and its code with the
     import/export syntax taken out (same number of lines)."""
 
     path: str
@@ -102,8 +102,8 @@ def _resolve(importer: str, spec: str, where: str) -> str:
 
 
 def parse_module(path: str, source: str) -> Module:
-    """Read the import/export statements of ``source`` (the file ``path`` under
-    ``static/``); raises :class:`BundleError` with file and line for anything outside the
+    """Read the import/export statements of `source` (the file `path` under
+    `static/`); raises `BundleError` with file and line for anything outside the
     subset described in this module's docstring."""
     imports: list[tuple[str, tuple[tuple[str, str], ...], int]] = []
     exports: list[tuple[str, str]] = []
@@ -164,9 +164,9 @@ def _read(path: str, root: pathlib.Path, where: str) -> str:
 
 
 def module_order(entries: tuple[str, ...], read) -> list[Module]:
-    """The modules ``entries`` import, directly or not, each after the modules it imports
-    (``read(path, where)`` gives a module's source). An import cycle, a missing module or
-    a name a module does not export is a :class:`BundleError`."""
+    """The modules `entries` import, directly or not, each after the modules it imports
+    (`read(path, where)` gives a module's source). An import cycle, a missing module or
+    a name a module does not export is a `BundleError`."""
     done: dict[str, Module] = {}
     order: list[Module] = []
     stack: list[str] = []
@@ -200,7 +200,7 @@ def _var(path: str) -> str:
 
 
 def join(order: list[Module], fmt: str = "esm") -> str:
-    """The bundle of modules already in order (see :func:`bundle`)."""
+    """The bundle of modules already in order (see `bundle`)."""
     names: dict[str, str] = {}
     for mod in order:
         var = _var(mod.path)
@@ -253,12 +253,12 @@ def _bundle(entries: tuple[str, ...], fmt: str, root: str, stamp: object) -> str
 
 def bundle(entries: tuple[str, ...], fmt: str = "esm", root: pathlib.Path = STATIC,
            fresh: bool = False) -> str:
-    """One file from the front end's sources (paths under ``static/``).
+    """One file from the front end's sources (paths under `static/`).
 
-    JS entries: the modules they import, in order, each in its own scope; ``fmt="esm"``
-    ends with the last entry's ``export default`` (anywidget's ``_esm``), ``"script"``
+    JS entries: the modules they import, in order, each in its own scope; `fmt="esm"`
+    ends with the last entry's `export default` (anywidget's `_esm`), `"script"`
     is a classic script. CSS entries: the files joined in the order given. Cached; with
-    ``fresh`` the cache is keyed on the files' modification times too (development).
+    `fresh` the cache is keyed on the files' modification times too (development).
     """
     if fmt not in ("esm", "script"):
         raise ValueError(f"fmt must be 'esm' or 'script', not {fmt!r}")
@@ -272,9 +272,9 @@ DEV_DIR = pathlib.Path(tempfile.gettempdir()) / f"passlab-dev-{os.getuid() if ha
 
 def dev_file(name: str, build: Callable[[], str], every: float = 0.5,
              root: pathlib.Path = STATIC, out: pathlib.Path | None = None) -> pathlib.Path:
-    """``build()`` written to ``DEV_DIR/name``, and rewritten whenever a front-end source
-    under ``root`` changes (a daemon thread polls the files' modification times every
-    ``every`` seconds; ``out`` instead of ``DEV_DIR``), so anywidget, given the path as ``_esm``, live-reloads the widget. A
+    """`build()` written to `DEV_DIR/name`, and rewritten whenever a front-end source
+    under `root` changes (a daemon thread polls the files' modification times every
+    `every` seconds; `out` instead of `DEV_DIR`), so anywidget, given the path as `_esm`, live-reloads the widget. A
     source that does not bundle is logged and the last good file kept."""
     folder = out or DEV_DIR
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,16 @@
 """When an Explorer lets go of its build: closed, or dropped by the user.
 
-ipywidgets keeps every widget in its registry (``Widget.widgets``) and its comm keeps a
-bound method of it, until ``close()``: a dropped Explorer, with its build, trace and edit
+ipywidgets keeps every widget in its registry (`Widget.widgets`) and its comm keeps a
+bound method of it, until `close()`: a dropped Explorer, with its build, trace and edit
 history, would stay in the kernel for good (+24 MiB for each ResNet Explorer re-opened
-with ``ex = passlab.Explorer(passlab.build(m))``). Every new Explorer therefore closes
+with `ex = passlab.Explorer(passlab.build(m))`). Every new Explorer therefore closes
 the earlier ones that nothing but ipywidgets' own registry refers to, and that no front
 end shows: the front end says when a view opens and when it goes (a re-run cell's output
 is cleared), and an Explorer handed to IPython's display counts as shown until then.
-IPython's output cache (``Out[n]``, ``_``) does not keep an Explorer whose views are gone.
+IPython's output cache (`Out[n]`, `_`) does not keep an Explorer whose views are gone.
 
 No Jupyter here: the functions take the widget and read ipywidgets' and IPython's state
-only through the objects they are given or ``sys.modules``.
+only through the objects they are given or `sys.modules`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _own_refs(widget: Any) -> int:
-    """References ipywidgets itself holds to ``widget``: its registry entry and the
+    """References ipywidgets itself holds to `widget`: its registry entry and the
     comm's message callback (a bound method of the widget)."""
     n = 0
     registry = sys.modules.get("ipywidgets.widgets.widget")
@@ -42,8 +42,8 @@ def _own_refs(widget: Any) -> int:
 
 
 def _cache_refs(widget: Any) -> int:
-    """References IPython's output cache holds to ``widget`` (``Out[n]``, ``_n``, ``_``,
-    ``__``, ``___``): what displaying it as a cell's last expression left behind."""
+    """References IPython's output cache holds to `widget` (`Out[n]`, `_n`, `_`,
+    `__`, `___`): what displaying it as a cell's last expression left behind."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     ns = getattr(shell, "user_ns", None)
@@ -74,7 +74,7 @@ def release_dropped() -> int:
 
 
 def defer_release() -> None:
-    """Run :func:`release_dropped` once the current message is handled (its frames hold
+    """Run `release_dropped` once the current message is handled (its frames hold
     the widget it was for), on the kernel's event loop; nothing without one."""
     import asyncio
 
@@ -86,8 +86,8 @@ def defer_release() -> None:
 
 
 def views_message(widget: Any, content: Any, buffers: Any = None) -> None:
-    """A custom message of the front end: ``{"views": +1}`` when a view of ``widget``
-    opens, ``{"views": -1}`` when one goes. A module function, not a bound method: the
+    """A custom message of the front end: `{"views": +1}` when a view of `widget`
+    opens, `{"views": -1}` when one goes. A module function, not a bound method: the
     widget's callback list must not hold the widget."""
     if not isinstance(content, dict) or content.get("views") not in (1, -1):
         return

@@ -1,6 +1,6 @@
-"""The report's "Run time" section (``trace.write_report(path, profile=p)``): a profile's bar
+"""The report's "Run time" section (`trace.write_report(path, profile=p)`): a profile's bar
 chart, its kernel table and the time per source operator; the data and its HTML come
-from :class:`passlab.research.profile.Profile`, this module only places them."""
+from `passlab.research.profile.Profile`, this module only places them."""
 
 from __future__ import annotations
 

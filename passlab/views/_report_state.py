@@ -1,14 +1,14 @@
 """The static report's data: the Explorer's state and the panes the page embeds.
 
-The report is the Explorer's front end over a static model (``static/report/model.js``).
+The report is the Explorer's front end over a static model (`static/report/model.js`).
 This module writes what that model reads: the widget's traits for the page's first view,
 and one data block per pane the report keeps, each rendered by the pane renderer the
-Explorer uses (:class:`passlab.views.explorer_panes.PaneRenderer`), keyed as the model
-looks them up (``"diff:<step>:side-by-side"``, of which the page makes the unified
-layout; ``"graph:<step>:<params>:<overlay>"``, ...). A diff holds the first screen of
+Explorer uses (`passlab.views.explorer_panes.PaneRenderer`), keyed as the model
+looks them up (`"diff:<step>:side-by-side"`, of which the page makes the unified
+layout; `"graph:<step>:<params>:<overlay>"`, ...). A diff holds the first screen of
 its pass, as the Explorer's first view prints it; what it does not keep (the rest of a
-diff, one past :data:`~passlab.views.report.REPORT_PASSES`, the graph after an arbitrary
-pass, Compare, Edit) the page names in a note; ``full=True`` keeps whole diffs.
+diff, one past `REPORT_PASSES`, the graph after an arbitrary
+pass, Compare, Edit) the page names in a note; `full=True` keeps whole diffs.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ KERNEL_PANELS = 40
 
 @dataclass(frozen=True)
 class Bounds:
-    """What a report covers: ``last`` (the index of the last step listed, None for all),
-    the failing step, ``max_functions`` and ``max_lines`` per diff (None: all), and
-    ``full``."""
+    """What a report covers: `last` (the index of the last step listed, None for all),
+    the failing step, `max_functions` and `max_lines` per diff (None: all), and
+    `full`."""
 
     last: int | None
     failing: Step | None
@@ -68,7 +68,7 @@ class Bounds:
 
 @dataclass
 class ReportData:
-    """The page's ``plx-data`` block (state, block keys, notes) and the data blocks."""
+    """The page's `plx-data` block (state, block keys, notes) and the data blocks."""
 
     state: dict[str, Any]
     blocks: dict[str, str] = field(default_factory=dict)  # key -> block id
@@ -77,7 +77,7 @@ class ReportData:
     _ids: dict[str, str] = field(default_factory=dict)  # content hash -> block id
 
     def add(self, key: str, text: str) -> None:
-        """Keep ``text`` under ``key``; identical texts share one block."""
+        """Keep `text` under `key`; identical texts share one block."""
         digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
         block = self._ids.get(digest)
         if block is None:
@@ -145,9 +145,9 @@ def _explains(data: ReportData, trace: Trace, steps: Iterable[Step]) -> None:
 def _diffs(data: ReportData, renderer: panes.PaneRenderer, steps: list[Step],
            bounds: Bounds) -> None:
     """Each step's diff side by side, without token colours (the page colours the one
-    shown, and makes the unified layout from this one: ``static/report/unified.js``; a
+    shown, and makes the unified layout from this one: `static/report/unified.js`; a
     report would be seconds slower to write otherwise): its first screen, as the
-    Explorer's first view prints it, unless ``bounds.full``."""
+    Explorer's first view prints it, unless `bounds.full`."""
     diffs: dict[int, Any] = {}
     for s in steps:
         try:
@@ -186,9 +186,9 @@ _BATCH = 2
 
 
 def _first_screens(diffs: dict[int, Any], bounds: Bounds) -> tuple[dict[int, Any], set[int]]:
-    """Each diff as its first screen prints it (:meth:`ModuleDiff.first_screen`: a huge
+    """Each diff as its first screen prints it (`ModuleDiff.first_screen`: a huge
     Relax function cut to its first binding region), its functions printed a few at a
-    time until ``bounds.max_lines`` diff rows are spent: a late TIR pass rewrites every
+    time until `bounds.max_lines` diff rows are spent: a late TIR pass rewrites every
     kernel, and the first screen holds a few of them. Printing is most of a report's
     time. Returns the first screens and the steps whose diff they cut."""
     from passlab.analysis._diff_render import row_total
@@ -217,7 +217,7 @@ def _first_screens(diffs: dict[int, Any], bounds: Bounds) -> tuple[dict[int, Any
 
 def _kernels(renderer: panes.PaneRenderer, index: int, params: str,
              most: int = KERNEL_PANELS) -> dict[str, list[str]]:
-    """Node id -> [title, TIR, links, code title, code] for the first ``most`` kernels
+    """Node id -> [title, TIR, links, code title, code] for the first `most` kernels
     of one graph."""
     out: dict[str, list[str]] = {}
     for node in renderer.graph(index, params).nodes:
@@ -283,7 +283,7 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
 
 
 def _drawing(renderer: panes.PaneRenderer, step: Step, params: str, overlay: str) -> Any:
-    """The graph pane after ``step`` ready to lay out, a note, or the error panel."""
+    """The graph pane after `step` ready to lay out, a note, or the error panel."""
     try:
         return renderer.graph_drawing(step, params, overlay)
     except Exception as exc:  # noqa: BLE001 - the pane says what failed
@@ -316,9 +316,9 @@ def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
 
 def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,
                 snaps: list[_snapshots.Snapshot], profile: Any = None) -> ReportData:
-    """Everything the page's static model reads: the state for ``listed`` (the steps the
-    list shows; ``complete`` False when inner steps were left out) and the panes; the
-    Profile pane's table when ``profile`` (a :class:`passlab.research.profile.Profile`)
+    """Everything the page's static model reads: the state for `listed` (the steps the
+    list shows; `complete` False when inner steps were left out) and the panes; the
+    Profile pane's table when `profile` (a `passlab.research.profile.Profile`)
     is given."""
     renderer = panes.PaneRenderer(trace, cache_size=4)
     data = ReportData(_state(trace, listed, complete))
@@ -365,7 +365,7 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
 
 
 def read_report(page: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """``(data, panes)`` of a report's HTML: its ``plx-data`` block (state, block keys,
+    """`(data, panes)` of a report's HTML: its `plx-data` block (state, block keys,
     notes) and every kept pane's text by key, decoded as the page does; for tests and
     tools."""
     found = {m.group(1): _embed.decode_block(m.group(3), m.group(2)) for m in re.finditer(

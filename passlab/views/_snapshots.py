@@ -1,6 +1,6 @@
 """The key snapshots of a trace: the modules a static report keeps a fused graph, its
 kernels and its buffers of (after fusion, after CallTIRRewrite, after memory planning).
-The panes themselves are the Explorer's (:mod:`passlab.views._report_state`)."""
+The panes themselves are the Explorer's (`passlab.views._report_state`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = ["Snapshot", "key_snapshots", "layout_program"]
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A module worth a graph and a buffer table: the one after ``step``."""
+    """A module worth a graph and a buffer table: the one after `step`."""
 
     key: str
     title: str

@@ -1,14 +1,14 @@
 """Explorer: a Jupyter widget to walk through a recorded build, pass by pass.
 
 Python owns the state (synced traitlets); the front end (the ES modules of
-``static/explorer/``, joined into one by :func:`bundle`) only renders it and sends the
+`static/explorer/`, joined into one by `bundle`) only renders it and sends the
 user's clicks back. Panes are rendered lazily: selecting a pass prints and lays out only
-that step's open pane (:mod:`passlab.views.explorer_panes`), and the answer goes to the
-front end as one message before Python's cycle collector may run (:meth:`hold_sync`).
-The pass list's rows come from :mod:`passlab.views.explorer_list`; the Edit and Profile
-behaviour are mixins (:mod:`passlab.views.explorer_actions`).
+that step's open pane (`passlab.views.explorer_panes`), and the answer goes to the
+front end as one message before Python's cycle collector may run (`hold_sync`).
+The pass list's rows come from `passlab.views.explorer_list`; the Edit and Profile
+behaviour are mixins (`passlab.views.explorer_actions`).
 
-Needs the ``notebook`` extra (ipywidgets 8 and anywidget).
+Needs the `notebook` extra (ipywidgets 8 and anywidget).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ DEV = os.environ.get("PASSLAB_DEV") == "1"
 
 
 def bundle(parts: tuple[str, ...]) -> str:
-    """The front end as one file: JS ``parts`` are entry modules, joined with what they
-    import into one ES module (anywidget's ``_esm``; :mod:`passlab.views._bundle`); CSS
+    """The front end as one file: JS `parts` are entry modules, joined with what they
+    import into one ES module (anywidget's `_esm`; `passlab.views._bundle`); CSS
     parts are joined in order. Cached."""
     return _bundle.bundle(parts, fresh=DEV)
 
@@ -80,24 +80,24 @@ else:
         Parameters
         ----------
         trace : Trace, Build or BuildError
-            What to explore (a build's or a failed build's ``.trace`` is taken). A Build
-            can also be edited and re-run: the "edit" tab, :meth:`edit`,
-            :meth:`register_pass` and :attr:`history`.
+            What to explore (a build's or a failed build's `.trace` is taken). A Build
+            can also be edited and re-run: the "edit" tab, `edit`,
+            `register_pass` and `history`.
         tab : str
             The pane to open: "diff", "graph", "buffers", "provenance", "compare",
             "pipeline", "edit" or "profile".
         profile : Profile, optional
-            The build's :class:`~passlab.research.profile.Profile` (``build.profile()``)
+            The build's `Profile` (`build.profile()`)
             for the Profile pane and the graph's "time" colour; without one, an Explorer
-            on a Build times it when the pane's Profile button (or :meth:`run_profile`)
+            on a Build times it when the pane's Profile button (or `run_profile`)
             is pressed.
         selected : int, optional
-            The step (its ``Step.index``) to open on; default the failing pass, the
+            The step (its `Step.index`) to open on; default the failing pass, the
             first user pass or the first pass that changed the module.
         **kwargs
-            Initial values of other traits: ``compare_a``, ``compare_b``,
-            ``changed_only``, ``stage``, ``search``, ``show_inner``, ``diff_mode``,
-            ``bounds`` (values for symbolic dimensions in the buffers pane).
+            Initial values of other traits: `compare_a`, `compare_b`,
+            `changed_only`, `stage`, `search`, `show_inner`, `diff_mode`,
+            `bounds` (values for symbolic dimensions in the buffers pane).
 
         Examples
         --------
@@ -268,14 +268,14 @@ else:
 
         @property
         def step(self) -> Step | None:
-            """The selected :class:`~passlab.Step`, or None."""
+            """The selected `Step`, or None."""
             return None if self._closed else self._panes.step(self.selected)
 
         # ----------------------------------------------------------- lifecycle
         def close(self) -> None:
             """Close the widget (its views go from the front end) and let go of the
             build, trace and edit history. An Explorer nothing refers to any more is
-            closed when the next one opens (see ``passlab.views._explorer_life``)."""
+            closed when the next one opens (see `passlab.views._explorer_life`)."""
             _life.OPEN.discard(self)
             layout = self._trait_values.get("layout")  # ipywidgets leaves it registered
             super().close()
@@ -299,11 +299,11 @@ else:
 
         @contextlib.contextmanager
         def hold_sync(self) -> Iterator[None]:
-            """ipywidgets' ``hold_sync`` (the changes are sent as one message when the
+            """ipywidgets' `hold_sync` (the changes are sent as one message when the
             outermost one exits), with Python's cycle collector paused until that message
             is out: a full collection over a big trace's objects takes 30-400 ms, and it
             then runs after the front end has the new pane, not before
-            (:func:`passlab._render.no_cycle_collection`)."""
+            (`passlab._render.no_cycle_collection`)."""
             with no_cycle_collection(), super().hold_sync():
                 yield
 
@@ -332,7 +332,7 @@ else:
 
         def load_rows(self) -> None:
             """Compute and send every step's row (inner passes and wrappers too), when
-            :attr:`steps` holds only the main chain's (``steps_complete`` is False)."""
+            `steps` holds only the main chain's (`steps_complete` is False)."""
             if not self.steps_complete:
                 with self.hold_sync():
                     self.steps = listing.rows(self._trace)
@@ -370,7 +370,7 @@ else:
             panel redrawn) when the new graph has a node of that id, else it is cleared.
             The panel lives in the graph pane: with another pane open this waits until
             the graph pane opens (stepping through diffs does not redraw it each time),
-            unless ``now``."""
+            unless `now`."""
             if self.node and self.tab != "graph" and not now:
                 self._kernel_stale = True
                 return
@@ -423,7 +423,7 @@ else:
             self._show_kernel(change["new"])
 
         def _show_kernel(self, node: str) -> None:
-            """The kernel panel for graph node ``node`` of the selected step."""
+            """The kernel panel for graph node `node` of the selected step."""
             index, params = self.selected, self.graph_params
             try:
                 title, text = self._panes.kernel(index, node, params)

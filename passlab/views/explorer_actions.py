@@ -1,9 +1,9 @@
 """What the Explorer does when the user edits the pipeline or times the build: the
 widget's Edit and Profile behaviour, as two traitlets mixins of
-:class:`~passlab.views.explorer.Explorer` (imported with it, so it needs the ``notebook``
-extra). The panes they fill are drawn by :mod:`passlab.views.explorer_edit` and
-:mod:`passlab.views.explorer_profile`; the editing model is
-:mod:`passlab.research.edit_session`.
+`Explorer` (imported with it, so it needs the `notebook`
+extra). The panes they fill are drawn by `passlab.views.explorer_edit` and
+`passlab.views.explorer_profile`; the editing model is
+`passlab.research.edit_session`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["Editing", "Profiling"]
 
 
 class _Shared(t.HasTraits):
-    """What both halves use of the Explorer's state (set by its ``__init__``)."""
+    """What both halves use of the Explorer's state (set by its `__init__`)."""
 
     _session: Any  # research.edit_session.EditSession, None without a Build
     _panes: Any  # explorer_panes.PaneRenderer of the shown trace
@@ -30,7 +30,7 @@ class _Shared(t.HasTraits):
 
 
 class Editing(_Shared):
-    """The Edit pane's behaviour: :meth:`edit`, :meth:`register_pass`, :attr:`history`
+    """The Edit pane's behaviour: `edit`, `register_pass`, `history`
     and the front end's pending edits, Run and "show" buttons."""
 
     _trace: Any
@@ -53,22 +53,22 @@ class Editing(_Shared):
 
     @property
     def history(self) -> tuple:
-        """Every run of the Edit pane and of :meth:`edit`, the recorded build first:
-        immutable ``(pipeline, build, result)`` entries
-        (:class:`~passlab.research.edit_session.HistoryEntry`; ``build`` is None for a
+        """Every run of the Edit pane and of `edit`, the recorded build first:
+        immutable `(pipeline, build, result)` entries
+        (`HistoryEntry`; `build` is None for a
         run that failed); empty for an Explorer opened on a trace."""
         return () if self._session is None else self._session.history
 
     def register_pass(self, fn: Any, name: str | None = None) -> str:
-        """Offer ``fn`` (IRModule -> IRModule) in the Edit pane's insert control, under
-        ``name`` (default its ``__name__``); returns the name."""
+        """Offer `fn` (IRModule -> IRModule) in the Edit pane's insert control, under
+        `name` (default its `__name__`); returns the name."""
         out = self._editing("register_pass()").register(fn, name)
         self._refresh_edit()
         return out
 
     def edit(self, new_pipeline: Any) -> Any:
-        """Re-run with ``new_pipeline`` from its first edit (``passlab.rerun``), add the
-        run to :attr:`history` and show its trace; returns the new Build (a Rerun).
+        """Re-run with `new_pipeline` from its first edit (`passlab.rerun`), add the
+        run to `history` and show its trace; returns the new Build (a Rerun).
 
         Raises
         ------
@@ -103,7 +103,7 @@ class Editing(_Shared):
             self.rendered += 1
 
     def _show_run(self, index: int) -> None:
-        """Show history entry ``index``: its trace in every pane."""
+        """Show history entry `index`: its trace in every pane."""
         entry = self._session.show(index)
         trace = entry.build.trace
         head = "" if index == 0 else f"{entry.label}: "
@@ -162,14 +162,14 @@ class Editing(_Shared):
 
 
 class Profiling(_Shared):
-    """The Profile pane's behaviour: :meth:`run_profile`, :meth:`show_kernel`, and the
+    """The Profile pane's behaviour: `run_profile`, `show_kernel`, and the
     front end's header clicks, row clicks and Profile button."""
 
     graph_params: str  # a trait the Explorer declares
 
     # ------------------------------------------------------------- profile
     def run_profile(self, repeat: int = 10) -> Any:
-        """Time the shown build (``build.profile(repeat=...)``), show it in the
+        """Time the shown build (`build.profile(repeat=...)`), show it in the
         Profile pane and offer the graph's "time" colour; returns the Profile.
 
         Examples
@@ -199,7 +199,7 @@ class Profiling(_Shared):
             self._render()
 
     def show_kernel(self, kernel: str) -> None:
-        """Show ``kernel`` in the fused graph: the last main-chain pass whose graph
+        """Show `kernel` in the fused graph: the last main-chain pass whose graph
         calls it is selected, the graph pane opened, the kernel's node picked (its
         panel open) and focused. Weights shown when the kernel only transforms them
         (folded into its consumers otherwise)."""

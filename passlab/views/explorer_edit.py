@@ -1,8 +1,8 @@
 """The Explorer's Edit pane, the Python half: the pipeline to change with a control per
 pass, the pending edits and Run, the last A/B result and the history, as HTML for the
-front end (``static/explorer/edit.js``). No Jupyter here; every name is escaped.
+front end (`static/explorer/edit.js`). No Jupyter here; every name is escaped.
 
-The session it draws (edits, re-runs, A/B results) is :mod:`passlab.research.edit_session`,
+The session it draws (edits, re-runs, A/B results) is `passlab.research.edit_session`,
 whose names are importable from here too.
 """
 
@@ -30,7 +30,7 @@ def _button(text: str, title: str, **data: Any) -> str:
 def pane_html(session: EditSession) -> str:
     """The Edit pane: pending edits and Run, the last result, the pipeline with a control
     per pass, the insert bar and the history. Every name is escaped; the buttons carry
-    ``data-edit``/``data-pos``/``data-show`` for the front end (edit.js)."""
+    `data-edit`/`data-pos`/`data-show` for the front end (edit.js)."""
     try:
         pipe = session.pipeline
     except Exception as exc:  # noqa: BLE001 - e.g. a registered pass renamed since

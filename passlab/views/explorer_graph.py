@@ -3,7 +3,7 @@ the previous main-chain step (new, rewritten and removed kernels), an optional b
 overlay with its legend, and what a click on a kernel links to (its diff in this step,
 the passes that created and rewrote it, its buffers). No Jupyter here.
 
-Every name from IR is escaped here (``html.escape``) or by the renderers called.
+Every name from IR is escaped here (`html.escape`) or by the renderers called.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
               values: Mapping[str, float | None] | None = None,
               opened: Collection[str] | None = None) -> str:
     """The graph pane: a head (title, notes, change legend, removed kernels, overlay
-    legend, source groups), the node labels for the front end's links (``data-nodes``:
+    legend, source groups), the node labels for the front end's links (`data-nodes`:
     id -> kernel name) and the SVG, or the plain table without a layout program.
 
-    ``opened`` names the source groups (``g.groups``) drawn open, as frames; the others
-    are one box each (a click opens one: the Explorer's ``graph_open``). None opens
+    `opened` names the source groups (`g.groups`) drawn open, as frames; the others
+    are one box each (a click opens one: the Explorer's `graph_open`). None opens
     every group (a static page, where nothing can be clicked open)."""
     marks = dict(marks or {})
     groups = getattr(g, "groups", ())
@@ -132,10 +132,10 @@ def kernel_name(module: Any, node: Any) -> str | None:
 
 
 def kernel_links(trace: Trace, step: Step, node: Any, prov: Any = None) -> str:
-    """What a clicked call links to, as escaped HTML: the diff of its kernel in ``step``
+    """What a clicked call links to, as escaped HTML: the diff of its kernel in `step`
     (when the step changed it), the main-chain passes that created and rewrote the
-    kernel (links that select them: ``data-step``), the input's operator calls it holds
-    (``prov``: the trace's provenance, when known), and the buffers it reads and writes."""
+    kernel (links that select them: `data-step`), the input's operator calls it holds
+    (`prov`: the trace's provenance, when known), and the buffers it reads and writes."""
     if node.kind in _DATA:
         return ""
     module = step.module
@@ -175,7 +175,7 @@ def _history(trace: Trace, step: Step, name: str) -> str:
 
 
 def _origins(prov: Any, name: str) -> str:
-    """The operator calls of the input that kernel ``name`` holds (``prov``: the trace's
+    """The operator calls of the input that kernel `name` holds (`prov`: the trace's
     provenance), with the source model's node names where the importer kept them; ""
     when none is known."""
     ops = prov.ops_of(name) if prov is not None and name in prov.kernels else ()

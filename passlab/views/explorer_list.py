@@ -2,7 +2,7 @@
 (changed only, stage, search, inner passes) and the step to open on, and the traits that
 follow from a trace alone. No Jupyter here.
 
-The front end (``static/explorer/list.js``) draws the rows and sends the filters back.
+The front end (`static/explorer/list.js`) draws the rows and sends the filters back.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ ROWS_UP_FRONT = 400
 def rows(trace: Trace, *, main_only: bool = False,
          steps: Sequence[Step] | None = None) -> list[dict[str, Any]]:
     """One JSON-able row per step for the pass list (every step; filters pick some).
-    With ``main_only``, only the main chain's rows (and failed steps'): what the list
+    With `main_only`, only the main chain's rows (and failed steps'): what the list
     shows without inner passes, computed without the change sets of the other steps.
-    ``steps``: only these steps of ``trace`` (the static report's bounded list)."""
+    `steps`: only these steps of `trace` (the static report's bounded list)."""
     out = []
     steps = list(trace) if steps is None else list(steps)
     if main_only and any(listed(s) for s in steps):
@@ -57,8 +57,8 @@ def listed(s: Step) -> bool:
 def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
             show_inner: bool = False) -> list[int]:
     """Indices of the steps the list shows: the main chain (every step with
-    ``show_inner``), optionally only changed ones, of one stage, whose label contains
-    ``search`` (case-insensitive)."""
+    `show_inner`), optionally only changed ones, of one stage, whose label contains
+    `search` (case-insensitive)."""
     steps: Sequence[Step] = list(trace)
     if not show_inner and any(listed(s) for s in steps):
         steps = [s for s in steps if listed(s)]
@@ -85,7 +85,7 @@ def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search
 
 def trace_state(trace: Trace, show_inner: bool = False) -> dict[str, Any]:
     """The Explorer's traits that follow from the trace alone: its rows (on a trace of
-    more than :data:`ROWS_UP_FRONT` steps the main chain's only, unless ``show_inner``),
+    more than `ROWS_UP_FRONT` steps the main chain's only, unless `show_inner`),
     stages, one-line summary and failure, and the default compare span (the main chain's
     first input to the Relax pipeline's last output)."""
     main = [s for s in trace if s.on_main_chain] or list(trace)

@@ -1,5 +1,5 @@
 """What the Explorer shows, as plain functions of a trace: one HTML pane at a time (the
-pass list's rows and filters are :mod:`passlab.views.explorer_list`'s). No Jupyter here,
+pass list's rows and filters are `passlab.views.explorer_list`'s). No Jupyter here,
 so it is cheap to test.
 
 Every pane is rendered on demand for one step; an analysis that raises becomes a short
@@ -47,8 +47,8 @@ def _failed_note(step: Step) -> str:
 # ------------------------------------------------------------------------ the panes
 @dataclasses.dataclass(frozen=True)
 class GraphDrawing:
-    """A graph pane ready to lay out (:meth:`PaneRenderer.graph_drawing`): the note above
-    it, the graph and ``explorer_graph.pane_html``'s arguments."""
+    """A graph pane ready to lay out (`PaneRenderer.graph_drawing`): the note above
+    it, the graph and `explorer_graph.pane_html`'s arguments."""
 
     head: str
     graph: Any
@@ -108,8 +108,8 @@ class PaneRenderer:
         return self.by_index.get(index)
 
     def explain(self, index: int) -> str:
-        """The "Explain" strip above the step panes: what the pass of step ``index`` does
-        and what it changed here (:meth:`passlab.Step.explain`); "" without a step."""
+        """The "Explain" strip above the step panes: what the pass of step `index` does
+        and what it changed here (`passlab.Step.explain`); "" without a step."""
         step = self.step(index)
         if step is None:
             return ""
@@ -130,13 +130,13 @@ class PaneRenderer:
              b: int = -1, all_functions: bool = False,
              bounds: dict[str, int] | None = None, params: str = "collapse",
              overlay: str = "none", opened: Sequence[str] | None = None) -> str:
-        """HTML of pane ``tab`` for step ``index`` (or steps ``a``..``b`` for compare).
+        """HTML of pane `tab` for step `index` (or steps `a`..`b` for compare).
 
-        ``opened``: the source groups the graph draws open (None: all of them, for a
-        static page; the Explorer passes its ``graph_open``).
+        `opened`: the source groups the graph draws open (None: all of them, for a
+        static page; the Explorer passes its `graph_open`).
 
-        Diffs print the first :data:`~passlab.analysis.diff.FIRST_VIEW` changed functions
-        unless ``all_functions``; the pane then offers a "show all" button."""
+        Diffs print the first `FIRST_VIEW` changed functions
+        unless `all_functions`; the pane then offers a "show all" button."""
         empty = self._empty()
         if empty is not None:
             return empty
@@ -179,8 +179,8 @@ class PaneRenderer:
         return _first_view(self.module_diff(step.index), mode, all_functions, "plx-diff")
 
     def module_diff(self, a: int, b: int | None = None) -> Any:
-        """The :class:`~passlab.analysis.diff.ModuleDiff` of step ``a`` or, with ``b``, from
-        step ``a``'s input to step ``b``'s output (its input if ``b`` failed); cached, so
+        """The `ModuleDiff` of step `a` or, with `b`, from
+        step `a`'s input to step `b`'s output (its input if `b` failed); cached, so
         that what the pane printed is printed once."""
         key = (a, b)
         d = self._diffs.get(key)
@@ -201,8 +201,8 @@ class PaneRenderer:
 
     def search_unshown(self, query: str, index: int, *, mode: str = "unified",
                        b: int | None = None) -> tuple[int, int]:
-        """``(hits, functions)``: case-insensitive occurrences of ``query`` in the lines
-        the diff of step ``index`` (from ``index`` to ``b`` for compare) would show for
+        """`(hits, functions)`: case-insensitive occurrences of `query` in the lines
+        the diff of step `index` (from `index` to `b` for compare) would show for
         the functions its first view does not print, and in how many functions. Prints
         those functions (the cost "show all" would pay)."""
         from passlab.analysis import _diff_render
@@ -223,7 +223,7 @@ class PaneRenderer:
         return hits, functions
 
     def graph(self, index: int, params: str = "collapse") -> Any:
-        """The fused graph after step ``index`` with ``fused_graph(params=...)``, its
+        """The fused graph after step `index` with `fused_graph(params=...)`, its
         calls grouped by the model's node paths when the input has them (cached: node
         clicks look nodes up in it)."""
         key = (index, params)
@@ -264,7 +264,7 @@ class PaneRenderer:
 
     def _graph(self, step: Step, params: str = "collapse", overlay: str = "none",
                opened: Sequence[str] | None = None) -> str:
-        """The graph after ``step``, its kernels marked against the previous main-chain
+        """The graph after `step`, its kernels marked against the previous main-chain
         step's graph (new, rewritten, removed), optionally coloured by bytes or by
         TVM's FLOP estimate of each kernel."""
         drawing = self.graph_drawing(step, params, overlay, opened)
@@ -272,8 +272,8 @@ class PaneRenderer:
 
     def graph_drawing(self, step: Step, params: str = "collapse", overlay: str = "none",
                       opened: Sequence[str] | None = None) -> GraphDrawing | str:
-        """What the graph pane after ``step`` draws, everything looked up and analysed
-        (graphs, change marks, FLOPs): its :meth:`GraphDrawing.html` lays it out and
+        """What the graph pane after `step` draws, everything looked up and analysed
+        (graphs, change marks, FLOPs): its `GraphDrawing.html` lays it out and
         touches no cache, so a report lays several out at once. A note (str) where
         there is nothing to draw."""
         head = _failed_note(step) if step.failed else ""
@@ -300,7 +300,7 @@ class PaneRenderer:
                                           opened=opened))
 
     def kernel_links(self, index: int, node_id: str, params: str = "collapse") -> str:
-        """HTML for a clicked graph node: its kernel's diff in step ``index``, the passes
+        """HTML for a clicked graph node: its kernel's diff in step `index`, the passes
         that created and rewrote it, its buffers ("" for data nodes and unknown ids)."""
         node = next((n for n in self.graph(index, params).nodes if n.id == node_id), None)
         if node is None:
@@ -313,7 +313,7 @@ class PaneRenderer:
 
     def _buffers(self, step: Step, bounds: dict[str, int] | None = None) -> str:
         """The liveness picture above the buffer tables, and the peak across the
-        pipeline with this pass marked. ``bounds`` values for symbolic dimensions (the
+        pipeline with this pass marked. `bounds` values for symbolic dimensions (the
         explorer's sliders) apply where the module has those dimensions."""
         from passlab.analysis.buffers import buffers
 
@@ -331,7 +331,7 @@ class PaneRenderer:
         return head + self._peak_line(step) + report.to_html(plot=True)
 
     def _peak_line(self, step: Step) -> str:
-        """The liveness peak over the main chain (``pass_table(trace).plot("peak")``)."""
+        """The liveness peak over the main chain (`pass_table(trace).plot("peak")`)."""
         try:
             if self._peaks is None:
                 from passlab.analysis.table import pass_table
@@ -362,15 +362,15 @@ class PaneRenderer:
 
     @functools.cached_property
     def provenance(self) -> Any:
-        """``passlab.provenance(trace)``, computed once for the provenance pane and the
+        """`passlab.provenance(trace)`, computed once for the provenance pane and the
         kernel panel's "holds ... operator calls" line."""
         from passlab.analysis.provenance import provenance
 
         return provenance(self.trace)
 
     def _provenance(self, step: Step) -> str:
-        """The input graph beside the fused graph after ``step`` (after FuseTIR when
-        ``step`` is earlier), linked op <-> kernel, and the op table; every pass before
+        """The input graph beside the fused graph after `step` (after FuseTIR when
+        `step` is earlier), linked op <-> kernel, and the op table; every pass before
         fusion shares one rendering."""
         from passlab.analysis._provenance_view import fused_step, provenance_view
 
@@ -395,9 +395,9 @@ class PaneRenderer:
 
     def kernel_node(self, kernel: str, params: str = "collapse"
                     ) -> tuple[int, str, str] | None:
-        """``(step index, params, node id)``: the last main-chain Relax step whose
-        fused graph has a call of ``kernel``, with the parameter mode that shows it
-        (``params``, else "show" for a kernel folded into its consumers as a weight
+        """`(step index, params, node id)`: the last main-chain Relax step whose
+        fused graph has a call of `kernel`, with the parameter mode that shows it
+        (`params`, else "show" for a kernel folded into its consumers as a weight
         transform), or None."""
         main = [s for s in self.trace if listed(s) and not s.failed and s.level == "relax"]
         for s in reversed(main):
@@ -448,7 +448,7 @@ class PaneRenderer:
 
     # ------------------------------------------------------------------- kernels
     def kernel(self, index: int, node_id: str, params: str = "collapse") -> tuple[str, str]:
-        """``(title, text)`` for a clicked graph node: the TVMScript of the kernel (TIR
+        """`(title, text)` for a clicked graph node: the TVMScript of the kernel (TIR
         PrimFunc, or Relax function before FuseTIR) it calls, looked up in the module the
         graph was drawn from."""
         step = self.by_index[index]
@@ -471,7 +471,7 @@ class PaneRenderer:
                 f"{step.label} (LegalizeOps turns operators into TIR kernels)"), ""
 
     def code(self, index: int, node_id: str, params: str = "collapse") -> tuple[str, str]:
-        """``(title, text)``: what the target generated for a clicked graph node's
+        """`(title, text)`: what the target generated for a clicked graph node's
         kernel (the trace's codegen step), or empty strings when there is none."""
         code = self.trace.code
         if code is None or index not in self.by_index:
@@ -490,7 +490,7 @@ class PaneRenderer:
 
 def _first_view(d: Any, mode: str, all_functions: bool, anchors: str = "") -> str:
     """A diff's HTML: every function, or the first few plus a "show all" button (the front
-    end sends ``diff_all`` when it is clicked); function blocks get ids ``anchors-...``."""
+    end sends `diff_all` when it is clicked); function blocks get ids `anchors-...`."""
     from passlab.analysis import _diff_render, ir_text
     from passlab.analysis.diff import FIRST_VIEW
 

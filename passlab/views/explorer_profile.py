@@ -1,11 +1,11 @@
 """The Explorer's Profile pane, the Python half: the kernel times of the explored build
-(a :class:`~passlab.research.profile.Profile`) as a table sorted by the column the user
+(a `Profile`) as a table sorted by the column the user
 clicked, a "Profile" button when the Explorer holds a build it can time, the graph's
 "time" colour (each kernel's time per run) and its legend. No Jupyter here.
 
-The front end (``static/explorer/profile.js``) sends a header click as ``profile_sort``,
-a row click as ``profile_kernel`` (the Explorer then shows that kernel in the graph pane)
-and the button as ``profile_run``. Every name from IR is escaped here.
+The front end (`static/explorer/profile.js`) sends a header click as `profile_sort`,
+a row click as `profile_kernel` (the Explorer then shows that kernel in the graph pane)
+and the button as `profile_run`. Every name from IR is escaped here.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ DEFAULT_SORT = "-total"
 
 
 def check_sort(value: str) -> str:
-    """``value`` when it names a column (``"total"``, ``"-total"``...), else ValueError
+    """`value` when it names a column (`"total"`, `"-total"`...), else ValueError
     listing the keys."""
     if value.lstrip("-") not in SORTS:
         raise ValueError(f"profile_sort {value!r} names no column; use one of "
@@ -59,7 +59,7 @@ def check_sort(value: str) -> str:
 
 
 def sorted_kernels(profile: Any, sort: str = DEFAULT_SORT) -> list[Any]:
-    """The profile's kernels in ``sort`` order (ties by kernel name)."""
+    """The profile's kernels in `sort` order (ties by kernel name)."""
     key = SORTS[check_sort(sort).lstrip("-")].key
     rows = sorted(profile, key=lambda k: k.kernel)  # stable: ties stay by name
     return sorted(rows, key=key, reverse=sort.startswith("-"))
@@ -119,9 +119,9 @@ def _row(k: Any) -> str:
 
 def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
               message: str = "", static: bool = False) -> str:
-    """The Profile pane: the summary, the sortable kernel table (``data-sort`` on each
-    header's button, ``data-kernel`` on each row), or without a profile what to do.
-    ``static``: for a page with no kernel behind it (the report), which says that sorting
+    """The Profile pane: the summary, the sortable kernel table (`data-sort` on each
+    header's button, `data-kernel` on each row), or without a profile what to do.
+    `static`: for a page with no kernel behind it (the report), which says that sorting
     and the link to the graph need one."""
     run = ('<button type="button" class="plx-profile-run" data-profile-run="1" '
            'title="time the entry function and each kernel (build.profile())">'
@@ -157,7 +157,7 @@ def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
 
 
 def time_legend(ov: Any) -> str:
-    """The legend of the graph's "time" colour (an ``_graph_render.Overlay``)."""
+    """The legend of the graph's "time" colour (an `_graph_render.Overlay`)."""
     if ov.lo is None or ov.hi is None:
         return ('<div class="plx-graph-legend">colour by time: no call of this graph was '
                 "timed (before LegalizeOps the calls are operators, not kernels)</div>")

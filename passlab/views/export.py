@@ -2,20 +2,20 @@
 
 nbconvert's own pages load require.js and the widget renderer from public CDNs, so with
 no network an Explorer shows nothing. Here the page carries its JavaScript inside it,
-from copies of the npm packages in ``static/widgets`` (see the README there):
+from copies of the npm packages in `static/widgets` (see the README there):
 
-- ``require.js`` (the AMD loader the widget renderer expects), inline;
-- ``anywidget.js`` (anywidget's front end), inline, registered as the AMD module
-  ``anywidget`` so that the renderer's loader finds it before it tries a CDN;
-- ``embed-amd.js`` (@jupyter-widgets/html-manager: base and controls widgets and the
+- `require.js` (the AMD loader the widget renderer expects), inline;
+- `anywidget.js` (anywidget's front end), inline, registered as the AMD module
+  `anywidget` so that the renderer's loader finds it before it tries a CDN;
+- `embed-amd.js` (@jupyter-widgets/html-manager: base and controls widgets and the
   renderer), 3.6 MB, stored gzip-compressed and base64-encoded (1.2 MB) and unpacked by
-  the browser's ``DecompressionStream``, as the report does with its large blocks.
+  the browser's `DecompressionStream`, as the report does with its large blocks.
 
-The widgets' state (saved by nbclient with ``store_widget_state=True``, or by JupyterLab)
-holds each anywidget's ES module (``_esm``), so the page needs no kernel. Python
+The widgets' state (saved by nbclient with `store_widget_state=True`, or by JupyterLab)
+holds each anywidget's ES module (`_esm`), so the page needs no kernel. Python
 callbacks do not run there: what the page shows is what the kernel last rendered.
 
-Needs the ``notebook`` extra (nbformat, nbconvert, and nbclient to execute).
+Needs the `notebook` extra (nbformat, nbconvert, and nbclient to execute).
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ _SCRIPT_END = re.compile(r"</(script)", re.IGNORECASE)
 
 
 def script_text(js: str) -> str:
-    """JavaScript that cannot end (or confuse) the inline ``<script>`` it sits in.
+    """JavaScript that cannot end (or confuse) the inline `<script>` it sits in.
 
-    ``</script`` becomes ``<\\/script`` and ``<!--`` becomes ``\\x3c!--``: the same text
+    `</script` becomes `<\\/script` and `<!--` becomes `\\x3c!--`: the same text
     inside a string, template or regular expression literal, where alone they can occur.
     """
     return _SCRIPT_END.sub(r"<\\/\1", js).replace("<!--", "\\x3c!--")
@@ -92,8 +92,8 @@ def _vendored(name: str) -> str:
 
 
 def page_scripts() -> dict[str, str]:
-    """The inline pieces of an exported page: ``requirejs``, ``anywidget``,
-    ``renderer_block`` (the compressed embed-amd.js) and ``renderer_loader``."""
+    """The inline pieces of an exported page: `requirejs`, `anywidget`,
+    `renderer_block` (the compressed embed-amd.js) and `renderer_loader`."""
     anywidget_js = _vendored("anywidget.js")
     if anywidget_js.count(_ANON_DEFINE) != 1:
         raise RuntimeError("static/widgets/anywidget.js does not end with the AMD define "
@@ -135,7 +135,7 @@ def export_notebook(notebook_path: str | Path, output_html: str | Path, *,
     Parameters
     ----------
     notebook_path : str or Path
-        The ``.ipynb`` file. It is not modified.
+        The `.ipynb` file. It is not modified.
     output_html : str or Path
         The HTML file to write (its folder is created).
     execute : bool
@@ -147,7 +147,7 @@ def export_notebook(notebook_path: str | Path, output_html: str | Path, *,
     Returns
     -------
     Path
-        ``output_html``.
+        `output_html`.
 
     Examples
     --------

@@ -1,9 +1,9 @@
 """Write fused graphs of recorded steps for Google Model Explorer.
 
-Model Explorer (``pip install ai-edge-model-explorer``, then ``model-explorer
-graphs.json``) opens a JSON graph collection, ``{"label": ..., "graphs": [Graph, ...]}``
-(its loader refuses a file without the ``label``); node-data files
-(``{graph id: {"results": {node id: {"value": v}}, ...}}``) colour nodes by a value. One
+Model Explorer (`pip install ai-edge-model-explorer`, then `model-explorer
+graphs.json`) opens a JSON graph collection, `{"label": ..., "graphs": [Graph, ...]}`
+(its loader refuses a file without the `label`); node-data files
+(`{graph id: {"results": {node id: {"value": v}}, ...}}`) colour nodes by a value. One
 graph per chosen step lets a reader flip between, say, FuseOps, FuseTIR and
 StaticPlanBlockMemory.
 """
@@ -47,8 +47,8 @@ def _steps(what: Trace | Step | Iterable[Any], names: Sequence[str] | None) -> l
 
 
 def _grouped(g: Any, step: Step, provs: dict[int, Any]) -> Any:
-    """``g`` with its calls grouped by the model's node paths (Model Explorer's
-    namespaces) when the step's trace has them; ``provs`` keeps one provenance per trace."""
+    """`g` with its calls grouped by the model's node paths (Model Explorer's
+    namespaces) when the step's trace has them; `provs` keeps one provenance per trace."""
     from passlab.analysis._graph_groups import has_sources
     from passlab.analysis.provenance import provenance
 
@@ -69,28 +69,28 @@ def to_model_explorer(what: Trace | Step | Iterable[Step], path: str | os.PathLi
                       inputs: Sequence[str] | None = None, label: str | None = None,
                       profile: Any = None) -> list[Path]:
     """Write the fused graph after each chosen step as one Model Explorer file, and one
-    node-data overlay per metric beside it (``<name>.bytes_out.json``,
-    ``<name>.bytes_in.json``), and with ``profile`` a time overlay (``<name>.time.json``).
+    node-data overlay per metric beside it (`<name>.bytes_out.json`,
+    `<name>.bytes_in.json`), and with `profile` a time overlay (`<name>.time.json`).
 
     Parameters
     ----------
     what
-        A trace (then ``steps`` names the passes, default :data:`DEFAULT_STEPS` that it
+        A trace (then `steps` names the passes, default `DEFAULT_STEPS` that it
         ran), one step, or a list of steps (e.g. from two traces).
     path
-        The graph file to write (``.json``).
+        The graph file to write (`.json`).
     params
-        How the entry function's weights are drawn: ``"collapse"`` (folded into the
-        kernels that use them), ``"show"`` or ``"hide"``, as in
-        :func:`~passlab.analysis.graph.fused_graph`.
+        How the entry function's weights are drawn: `"collapse"` (folded into the
+        kernels that use them), `"show"` or `"hide"`, as in
+        `fused_graph`.
     inputs
         The entry function's real inputs, when the module does not say (TVM's
-        ``num_input`` attribute): every other parameter is a weight.
+        `num_input` attribute): every other parameter is a weight.
     label
         The collection's name in Model Explorer's graph selector; default the file's stem.
     profile
-        A ``build.profile()`` of the build the steps come from: adds the overlay
-        ``time``, the median seconds per call of the kernel each node runs (nodes are
+        A `build.profile()` of the build the steps come from: adds the overlay
+        `time`, the median seconds per call of the kernel each node runs (nodes are
         matched to kernels by name, so it shows from FuseOps on).
 
     Returns

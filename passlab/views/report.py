@@ -3,10 +3,10 @@
 The report is the Explorer's front end over state Python writes into the page: the same
 pass list (filters, arrow keys or j/k), the same panes (diff with find-in-IR, fused graph
 with change marks, overlays and the kernel panel, buffers, provenance, pipeline), driven
-by a static model instead of a kernel (``static/report/``). The panes it keeps are
+by a static model instead of a kernel (`static/report/`). The panes it keeps are
 rendered by the Explorer's pane renderer into JSON data blocks (large ones
 gzip-compressed) that the page unpacks only when shown, so a report of a big model opens
-at once (:mod:`passlab.views._report_state`). Above it: the header, the failure, the
+at once (`passlab.views._report_state`). Above it: the header, the failure, the
 warnings and what the report left out; below it the run time, when profiled. Every
 string from IR, files or users is HTML-escaped; CSS and JavaScript are inline, nothing
 is fetched.
@@ -55,31 +55,31 @@ REPORT_LINES = 400
 def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
                  max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
                  profile: Any = None) -> Path:
-    """Write the static report of ``trace`` to ``path`` and return the path.
+    """Write the static report of `trace` to `path` and return the path.
 
     Parameters
     ----------
     trace
-        A recorded trace (``build.trace``, or ``err.trace`` of a failed build).
+        A recorded trace (`build.trace`, or `err.trace` of a failed build).
     path
         The HTML file to write; its folder is created if needed.
     title
         Shown at the top and in the browser tab (default "passlab report").
     max_functions
         Print at most this many changed functions per pass diff (default
-        :data:`REPORT_FUNCTIONS`; the others are named); None prints them all.
+        `REPORT_FUNCTIONS`; the others are named); None prints them all.
     full
         Write everything: every changed function of every diff, every step's row (no
         summary rows for inner steps) and every main-chain pass past
-        :data:`REPORT_PASSES`. The page says what a report without it left out.
+        `REPORT_PASSES`. The page says what a report without it left out.
     profile
-        A :class:`passlab.research.profile.Profile` of the build (``build.profile()``):
+        A `passlab.research.profile.Profile` of the build (`build.profile()`):
         adds a "Run time" section (kernel times, overhead, time per source operator).
 
     Returns
     -------
     pathlib.Path
-        ``path``.
+        `path`.
 
     Examples
     --------
@@ -100,7 +100,7 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
 def render_report(trace: Trace, *, title: str | None = None,
                   max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
                   profile: Any = None) -> str:
-    """The report of ``trace`` as one HTML document (see :func:`write_report`)."""
+    """The report of `trace` as one HTML document (see `write_report`)."""
     with no_cycle_collection():
         return _render_report(trace, title, max_functions, full, profile)
 
@@ -147,7 +147,7 @@ def _versions() -> str:
 
 
 def _last_covered(trace: Trace, failing: Step | None, full: bool) -> int | None:
-    """Index of the last step the report covers (its :data:`REPORT_PASSES`-th main-chain
+    """Index of the last step the report covers (its `REPORT_PASSES`-th main-chain
     pass), or None when it covers them all."""
     if full:
         return None
@@ -221,8 +221,8 @@ INNER_ROWS = 300
 
 
 def _listed(trace: Trace, bounds: Bounds) -> tuple[list[Step], bool, list[str]]:
-    """The steps that get a row (those up to ``bounds.last``, and the failing pass; past
-    :data:`INNER_ROWS` inner steps only the main chain), whether every covered step is
+    """The steps that get a row (those up to `bounds.last`, and the failing pass; past
+    `INNER_ROWS` inner steps only the main chain), whether every covered step is
     listed, and the notes that say what was left out."""
     failing = bounds.failing
     steps = [s for s in trace if bounds.covers(s)]

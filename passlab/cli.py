@@ -362,6 +362,40 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_record(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from passlab import autorecord
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CliError("give the command to record after --, e.g. "
+                       "passlab record -o traces -- python my_script.py")
+    out = _writable(Path(args.output), folder=True).resolve()
+    boot = Path(autorecord.__file__).parent / "boot"
+    env = dict(os.environ)
+    env[autorecord.ENV] = str(out)
+    if args.report:
+        env[autorecord.REPORT_ENV] = "1"
+    if args.no_weights:
+        env[autorecord.WEIGHTS_ENV] = "0"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(boot), env.get("PYTHONPATH")]))
+    before = set(out.glob("*.trace.zip")) if out.is_dir() else set()
+    try:
+        code = subprocess.run(command, env=env).returncode
+    except OSError as exc:
+        print(f"passlab: error: cannot run {command[0]!r}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 127
+    new = sorted(set(out.glob("*.trace.zip")) - before) if out.is_dir() else []
+    print(f"passlab record: {len(new)} new trace(s) in {out}"
+          + (f" ({', '.join(p.name for p in new[:5])}{', ...' if len(new) > 5 else ''})"
+             if new else ""), file=sys.stderr)
+    return code if code >= 0 else 128 - code  # a signal, as a shell reports it
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="passlab", description="Record, edit and explore Apache TVM's pass pipeline.")
@@ -464,6 +498,23 @@ def main(argv: list[str] | None = None) -> int:
                         "without it, list every card")
     x.add_argument("--html", action="store_true", help="print the card as HTML")
     x.set_defaults(func=_cmd_explain)
+
+    rec = sub.add_parser(
+        "record", help="run a command unmodified and record every TVM build (relax.build, "
+                       "tvm.compile, tirx.build) and pass run of its Python processes, one "
+                       "trace per build",
+        description="Run COMMAND with passlab's recorder in each of its Python processes "
+                    "(through PASSLAB_TRACE and a sitecustomize on PYTHONPATH). The "
+                    "command's output and exit status are its own.")
+    rec.add_argument("-o", "--output", default="passlab-traces",
+                     help="folder for the traces (default: passlab-traces)")
+    rec.add_argument("--report", action="store_true",
+                     help="also write each trace's HTML report beside it")
+    rec.add_argument("--no-weights", action="store_true",
+                     help="save the traces without tensor data (smaller and faster)")
+    rec.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                     help="the command to run, after --")
+    rec.set_defaults(func=_cmd_record)
 
     args = parser.parse_args(argv)
     try:

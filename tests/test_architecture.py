@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("passlab.analysis",),
     ("passlab.research",),
     ("passlab.views",),
-    ("passlab.cli",),
+    ("passlab.cli", "passlab.autorecord"),
     ("passlab",),
 ]
 

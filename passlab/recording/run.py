@@ -13,6 +13,7 @@ frees its snapshots (`tests/security/test_leaks.py`).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,16 @@ from passlab.pipeline import ROOT_NAME, Pipeline
 from passlab.recording.recorder import Recorder, _State, finish
 from passlab.recording.trace import Failure, Trace, from_events
 
-__all__ = ["RecordedRun"]
+__all__ = ["RecordedRun", "recording_here"]
+
+#: How many recorded runs are open in each thread (a build may nest another).
+_OPEN = threading.local()
+
+
+def recording_here() -> bool:
+    """Whether a `RecordedRun` is open in this thread (`passlab.build`,
+    `passlab.record`): what runs now is recorded already."""
+    return getattr(_OPEN, "count", 0) > 0
 
 _CONVERTED_NOTE = ("TVM hands Python exceptions raised inside passes back as RuntimeError; "
                    "the message is kept")
@@ -75,9 +85,11 @@ class RecordedRun:
         except BaseException:
             self._log.__exit__(None, None, None)
             raise
+        _OPEN.count = getattr(_OPEN, "count", 0) + 1
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
+        _OPEN.count -= 1
         try:
             self._ctx.__exit__(*exc_info)
             if exc_info[0] is None:

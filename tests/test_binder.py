@@ -20,6 +20,7 @@ PROVIDES = {
     "apache-tvm": {"tvm"}, "numpy": {"numpy"}, "pandas": {"pandas"}, "graphviz": {"graphviz"},
     "ipywidgets": {"ipywidgets"}, "anywidget": {"anywidget"}, "ipykernel": {"IPython"},
     "onnx": {"onnx", "onnxruntime"}, "torch": {"torch"}, "dask": {"dask"},
+    "notebook": {"ipywidgets", "anywidget", "IPython", "nbformat"},
 }
 
 
@@ -32,7 +33,7 @@ def binder_modules() -> set[str]:
             extras = re.search(r"\[(.*)\]", line)
             for extra in extras.group(1).split(",") if extras else ():
                 found |= PROVIDES.get(extra.strip(), set())
-        elif line:
+        elif line and not line.startswith("-"):
             found |= PROVIDES.get(re.split(r"[=<>\[ ]", line)[0], set())
     return found
 
@@ -55,4 +56,34 @@ def test_binder_installs_what_every_notebook_imports():
 
 def test_binder_requirements_name_the_extras():
     lines = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
-    assert [ln for ln in lines if ln.startswith("-e")] == ["-e .[onnx,torch,dask]"]
+    assert [ln for ln in lines if ln.startswith("-e")] == ["-e .[notebook,onnx,torch,dask]"]
+
+
+def test_binder_takes_torch_from_pytorchs_cpu_index():
+    """Plain PyPI's torch is the CUDA build (cuda-toolkit, cudnn, nccl, triton...): Binder
+    names PyTorch's CPU wheel index and the +cpu local version, and installs at the
+    versions of constraints.txt."""
+    lines = [ln.strip() for ln in (ROOT / "binder" / "requirements.txt").read_text()
+             .splitlines() if ln.strip() and not ln.startswith("#")]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    torch = [ln for ln in lines if re.match(r"torch\b", ln)]
+    assert len(torch) == 1 and torch[0].endswith("+cpu"), torch
+    assert "-c ../constraints.txt" in lines
+    pinned = [ln for ln in (ROOT / "constraints.txt").read_text().splitlines()
+              if ln.startswith("torch==")]
+    assert pinned == [torch[0]]  # one torch version for make, CI and Binder
+
+
+def test_the_package_declares_ranges_and_the_constraints_pin_them():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + [d for extra in project["optional-dependencies"].values()
+                                      for d in extra]
+    exact = sorted(d.split(";")[0] for d in deps if "==" in d)
+    assert exact == ["apache-tvm-ffi==0.1.14.post0", "apache-tvm==0.27.0.post1"]
+    assert project["license"] == "Apache-2.0"
+    pins = {ln.split("==")[0].lower() for ln in (ROOT / "constraints.txt").read_text()
+            .splitlines() if "==" in ln and not ln.startswith("#")}
+    names = {re.split(r"[\[<>=!~; ]", d)[0].lower() for d in deps}
+    assert sorted(names - pins - {"passlab", "tomli"}) == []  # every dependency pinned there

@@ -106,6 +106,13 @@ class Bar:
         if now:
             self.redraw()
 
+    def set_total(self, total: int) -> None:
+        """The total, once it is known (work that first has to find out how much)."""
+        self.total = total
+        if self._bar is not None:
+            self._bar.total = total
+            self.redraw()
+
     def note(self, text: str) -> None:
         """Replace the text after the bar without moving it (drawn with the next
         update, at most ten times a second)."""

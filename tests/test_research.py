@@ -79,12 +79,16 @@ def test_bisect_reports_the_injected_wrong_pass_at_its_position(wrong_pipeline):
     assert set(report._repr_mimebundle_()) == {"text/plain", "text/html"}
 
 
-def test_bisect_of_a_clean_pipeline_reports_no_bad_pass():
+def test_bisect_of_a_clean_pipeline_reports_no_bad_pass(capsys):
     pipe = Pipeline.default("llvm").insert(peek, after="CallTIRRewrite")
     report = bisect(passlab.models.mlp(), pipe, seed=3)
     assert report.first_bad is None
     assert len(report) == 19 and all(r.ok and r.max_abs == 0.0 for r in report)
     assert report.summary().endswith("no bad pass")
+    assert capsys.readouterr().err == ""  # no bar on a stderr that is not a terminal
+    bisect(passlab.models.mlp(), pipe, seed=3, progress=True)
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("bisect: 100%") and " 19/19 [" in last and "0 not ok]" in last
 
 
 def test_bisect_uses_the_given_inputs():

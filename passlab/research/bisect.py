@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passlab import _render, _tvm
+from passlab._progress import Bar, ProgressArg, bar
 from passlab._sequence import NamedSequence
 from passlab.errors import BuildError, UnknownNameError, unknown
 from passlab.models import as_module
@@ -211,7 +212,8 @@ def _same_module(a: Any, b: Any) -> bool:
 
 
 def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
-           rtol: float = 1e-5, atol: float = 1e-5, seed: int = 0) -> BisectReport:
+           rtol: float = 1e-5, atol: float = 1e-5, seed: int = 0,
+           progress: ProgressArg = None) -> BisectReport:
     """Find the first pass after which `mod` computes something else.
 
     `mod` is built with `pipeline` while recording. For each Relax pass, the module
@@ -233,6 +235,9 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
         once with `seed` (`passlab.Build.inputs`) and used for every run.
     rtol, atol
         A pass is "bad" when some output is not `numpy.isclose` to the reference.
+    progress
+        None (default): a progress bar of the steps checked in Jupyter or on a terminal;
+        True: also when standard error is not a terminal; False: none.
 
     Returns
     -------
@@ -258,15 +263,25 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
     mod = as_module(mod)
     if not isinstance(pipeline, Pipeline):
         raise TypeError(f"pipeline must be a passlab.Pipeline, not {type(pipeline).__name__}")
-    recorded = build(mod, pipeline)
+    with bar(progress, total=None, desc="bisect", unit="step") as shown:
+        shown.note("building with the pipeline")
+        return _bisect(mod, pipeline, inputs, rtol, atol, seed, shown)
+
+
+def _bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None, rtol: float,
+            atol: float, seed: int, shown: Bar) -> BisectReport:
+    recorded = build(mod, pipeline, progress=False)
     try:
         default = Pipeline.default(pipeline.target, pipeline.variant)
     except UnknownNameError:  # a variant of its own (a backend): compare with TVM's default
         default = Pipeline.default(pipeline.target)
     args = list(inputs or [])
     args += recorded.inputs(seed)[len(args):]
-    reference_build = build(mod, default)
+    shown.note("building the reference")
+    reference_build = build(mod, default, progress=False)
     reference = reference_build.run(*args)
+    chain = list(pipeline_chain(recorded.trace, pipeline))
+    shown.set_total(len(chain))
     # rows whose kernels come out identical to an earlier build's reuse its library
     compiled: list[Any] = [recorded, reference_build]
     entries = list(pipeline)
@@ -274,7 +289,9 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
     ref_names = [e.name for e in default if e.enabled]
     rows: list[BisectRow] = []
     prev: tuple[Step, Any] | None = None  # last row's step and outputs
-    for j, (pos, step) in enumerate(pipeline_chain(recorded.trace, pipeline)):
+    for j, (pos, step) in enumerate(chain):
+        bad = sum(r.status != "ok" for r in rows)
+        shown.goto(j, note=f"{step.name}" + (f", {bad} not ok so far" if bad else ""))
         if step.after is None:
             continue
         rest = [i for i in enabled[j + 1:] if entries[i].origin == "tvm"]
@@ -289,7 +306,8 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
         else:
             out, error, source = None, "", "built"
             try:
-                row_build = build(step.after, keep_only(pipeline, rest), reuse=compiled)
+                row_build = build(step.after, keep_only(pipeline, rest), reuse=compiled,
+                                  progress=False)
                 if not row_build.trace.kernels_reused:
                     compiled.append(row_build)
                 out = row_build.run(*args)
@@ -306,5 +324,6 @@ def bisect(mod: Any, pipeline: Pipeline, inputs: Sequence[Any] | None = None,
             except ValueError as exc:
                 rows.append(BisectRow(pos, step, "error", source=source, error=str(exc)))
         prev = (step, out)
+    shown.goto(len(chain), note=f"{sum(r.status != 'ok' for r in rows)} not ok")
     ref = f"the default {default.variant!r} build"
     return BisectReport(tuple(rows), rtol, atol, ref)

@@ -1,13 +1,13 @@
 """Where a program enters TVM's compiler, and a way to wrap those entries when TVM is
 imported, for recording a program that does not know about passlab.
 
-The entry points are TVM 0.27's: ``relax.build`` (``tvm.compile`` of a Relax module
-calls it), ``tirx.build`` (``tvm.compile`` of a TIR module) and ``Pass.__call__`` (a pass
+The entry points are TVM 0.27's: `relax.build` (`tvm.compile` of a Relax module
+calls it), `tirx.build` (`tvm.compile` of a TIR module) and `Pass.__call__` (a pass
 run by hand). Each is wrapped in the module that defines it, as soon as that module has
-run and before any other module copies the name (``tvm/relax/__init__.py`` does
-``from .vm_build import build``), so every way of reaching it sees the wrapper. Nothing
+run and before any other module copies the name (`tvm/relax/__init__.py` does
+`from .vm_build import build`), so every way of reaching it sees the wrapper. Nothing
 here imports TVM: a program that never imports it pays for one finder on
-``sys.meta_path``.
+`sys.meta_path`.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def wrap_on_import(wrapper: Wrapper) -> None:
-    """Wrap every entry point with ``wrapper(original, label)``: at once in the TVM
+    """Wrap every entry point with `wrapper(original, label)`: at once in the TVM
     modules already imported, and in the others as they are imported. Calling it again
     wraps nothing twice."""
     for mod, attr, label in ENTRY_POINTS:

@@ -1,27 +1,27 @@
 """Record a program that does not know about passlab.
 
-``PASSLAB_TRACE=out/ python my_script.py`` (with passlab installed from its wheel) or
-``passlab record -o out/ -- python my_script.py`` records every ``relax.build``,
-``tvm.compile`` and ``tirx.build`` the program calls, and every pass it runs by hand
-outside a build, and writes one trace per build or pass run to ``out/``
-(``001-relax.build-llvm.trace.zip``, ...; ``PASSLAB_REPORT=1`` writes each one's HTML
+`PASSLAB_TRACE=out/ python my_script.py` (with passlab installed from its wheel) or
+`passlab record -o out/ -- python my_script.py` records every `relax.build`,
+`tvm.compile` and `tirx.build` the program calls, and every pass it runs by hand
+outside a build, and writes one trace per build or pass run to `out/`
+(`001-relax.build-llvm.trace.zip`, ...; `PASSLAB_REPORT=1` writes each one's HTML
 report beside it), then says on standard error where they are. TVM's own
-``PassContext(instruments=[DumpIR(dir)])`` needs a code change and writes every module as
+`PassContext(instruments=[DumpIR(dir)])` needs a code change and writes every module as
 text; this needs none and writes traces that every passlab view reads
-(``passlab.load_trace``).
+(`passlab.load_trace`).
 
 What the program computes, prints on standard output and returns as its exit code is
 unchanged: the recorder only adds itself to a copy of the program's current
-PassContext (as :func:`passlab.record` does), and a failure of passlab's own (a trace
+PassContext (as `passlab.record` does), and a failure of passlab's own (a trace
 that cannot be saved, a report that fails) is a warning on standard error, never an
 exception in the program. A build that fails is recorded up to its failure, saved, and
 its exception reaches the program as it would have.
 
-Activation: the wheel installs ``passlab-autorecord.pth``, whose one line imports this
-module only when ``PASSLAB_TRACE`` is set; ``passlab record`` also puts a
-``sitecustomize`` on ``PYTHONPATH`` (it runs the one it shadows), so it works from a
+Activation: the wheel installs `passlab-autorecord.pth`, whose one line imports this
+module only when `PASSLAB_TRACE` is set; `passlab record` also puts a
+`sitecustomize` on `PYTHONPATH` (it runs the one it shadows), so it works from a
 source checkout too. Nothing imports TVM early: the entry points are wrapped when the
-program imports TVM (:mod:`passlab._tvm.entry_points`).
+program imports TVM (`passlab._tvm.entry_points`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _TRUE = ("1", "true", "yes", "on")
 
 class Session:
     """The traces one process writes: numbered in the order builds end, each file
-    created new (``O_EXCL``, never through a link), so several processes can share the
+    created new (`O_EXCL`, never through a link), so several processes can share the
     folder."""
 
     def __init__(self, folder: str | os.PathLike, report: bool = False,
@@ -65,7 +65,7 @@ class Session:
 
     # -------------------------------------------------------------- wrapping
     def wrapper(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
-        """``original`` recorded: the wrapper TVM's entry points get."""
+        """`original` recorded: the wrapper TVM's entry points get."""
         session = self
 
         @functools.wraps(original)
@@ -200,8 +200,8 @@ _SESSION: list[Session] = []  # the one session of this process, once activated
 
 
 def activate(folder: str | os.PathLike | None = None) -> Session | None:
-    """Start recording this process's TVM builds into ``folder`` (default: the
-    ``PASSLAB_TRACE`` environment variable). Idempotent; returns the session, or None
+    """Start recording this process's TVM builds into `folder` (default: the
+    `PASSLAB_TRACE` environment variable). Idempotent; returns the session, or None
     when no folder is given."""
     if _SESSION:
         return _SESSION[0]
@@ -219,8 +219,8 @@ def activate(folder: str | os.PathLike | None = None) -> Session | None:
 
 
 def activate_from_environment() -> None:
-    """What the ``.pth`` line and the ``sitecustomize`` call: activate when
-    ``PASSLAB_TRACE`` is set, and never raise into the program's start-up."""
+    """What the `.pth` line and the `sitecustomize` call: activate when
+    `PASSLAB_TRACE` is set, and never raise into the program's start-up."""
     if not os.environ.get(ENV):
         return
     try:

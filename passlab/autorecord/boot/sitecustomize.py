@@ -1,6 +1,6 @@
-"""Put on ``PYTHONPATH`` by ``passlab record``: starts passlab's recorder in every Python
-process of the recorded command when ``PASSLAB_TRACE`` is set, after running the
-``sitecustomize`` this one shadows (a distribution's or a virtual environment's)."""
+"""Put on `PYTHONPATH` by `passlab record`: starts passlab's recorder in every Python
+process of the recorded command when `PASSLAB_TRACE` is set, after running the
+`sitecustomize` this one shadows (a distribution's or a virtual environment's)."""
 
 import importlib.machinery
 import importlib.util

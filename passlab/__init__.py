@@ -149,6 +149,18 @@ def _card_summary(name: str) -> str:
     return card_summary(name)
 
 
+def _positions(trace: Trace) -> dict[int, int]:
+    from passlab.recording.numbering import positions
+
+    return positions(trace)
+
+
+def _name_of(step: Step, trace: Trace) -> str:
+    from passlab.recording.numbering import name_of
+
+    return name_of(step, trace)
+
+
 def _profile(build: Build, *inputs: Any, **kwargs: Any) -> Any:
     from passlab.research.profile import profile
 
@@ -158,4 +170,5 @@ def _profile(build: Build, *inputs: Any, **kwargs: Any) -> Any:
 _trace._UPPER.update(save=_save, dump=_dump, reproducer=reproducer, report=_report)
 _trace._UPPER.update(explain=_explain_step, card_summary=_card_summary)
 _trace._UPPER.update(profile=_profile)
+_trace._UPPER.update(positions=_positions, name_of=_name_of)
 _pipeline._UPPER.update(with_backend=_with_backend)

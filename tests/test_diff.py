@@ -658,3 +658,54 @@ def test_onnx_weights_as_inputs_signature_elides():
         'dtype="float32"), b1: R.Tensor((8,), dtype="float32"), ... 8 more parameters) -> '
         'R.Tensor((1, 10), dtype="float32"):']
     assert _folds(diff(b.trace.find("FuseOps"))["main"].to_text()) == ["... 2 unchanged lines"]
+
+
+def test_a_body_wrapped_in_a_new_loop_is_one_added_line_not_the_whole_body():
+    # a user pass that runs a kernel's body twice re-indents every line of it: the diff
+    # shows the one line it inserted and the others as unchanged, marked re-indented
+    # (line-by-line it was "+5 -4": the whole body removed and added again)
+    import tvm
+    from tvm.script import tirx as T
+
+    @tvm.script.ir_module
+    class Before:
+        @T.prim_func
+        def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+            for i in range(8):
+                b[i] = a[i] + T.float32(1)
+            for i in range(8):
+                b[i] = b[i] * T.float32(2)
+
+    @tvm.script.ir_module
+    class After:
+        @T.prim_func
+        def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+            for k in range(2):  # noqa: B007 - TVMScript: the loop the pass adds
+                for i in range(8):
+                    b[i] = a[i] + T.float32(1)
+                for i in range(8):
+                    b[i] = b[i] * T.float32(2)
+
+    fd = diff(Before, After)["main"]
+    assert (fd.lines_added, fd.lines_removed, fd.lines_reindented) == (1, 0, 4)
+    assert fd.to_text().splitlines()[1:] == [
+        "--- a/main",
+        "+++ b/main",
+        "@@ -1,5 +1,6 @@",
+        " @T.prim_func",
+        ' def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):',
+        "+    for k in range(2):",
+        "         for i in range(8):",
+        "             b[i] = a[i] + T.float32(1.0)",
+        "         for i in range(8):",
+        "... 1 unchanged line (1 re-indented)",
+    ]
+    assert fd.to_text().splitlines()[0] == "diff a/main b/main (tir, modified, +1 -0, 4 re-indented)"
+    # side by side: each side as it reads there, the row marked; unified: the new text
+    sbs = fd.to_html("side-by-side")
+    assert sbs.count('<tr class="pl-reindent" title="re-indented: only its indentation changed">') == 3
+    assert '<td class="pl-code">    <span class="tok-k">for</span> i' in sbs
+    assert '<td class="pl-code">        <span class="tok-k">for</span> i' in sbs
+    uni = fd.to_html("unified")
+    assert uni.count('<td class="pl-sign pl-reindent"') == 4
+    assert uni.count('<tr class="pl-add">') == 1 and '<tr class="pl-del">' not in uni

@@ -168,6 +168,25 @@ def test_user_pass_cards_use_their_own_docstring():
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+def test_a_docstring_reads_as_prose_and_a_user_pass_is_tagged_once():
+    def fold_bn(mod):
+        """Fold ``batch_norm`` into :func:`~passlab.models.resnet`'s `conv2d` <b>x</b>.
+
+        Uses ``R.multiply``; see :py:class:`tvm.ir.IRModule`.
+        """
+        return mod
+
+    page = passlab.explain(fold_bn).to_html()
+    assert ('<div class="ple-summary">Fold <code>batch_norm</code> into '
+            "<code>passlab.models.resnet</code>&#x27;s <code>conv2d</code> "
+            "&lt;b&gt;x&lt;/b&gt;.</div>") in page
+    assert ('<div class="ple-details">Uses <code>R.multiply</code>; see '
+            "<code>tvm.ir.IRModule</code>.</div>") in page
+    assert "``" not in page and ":func:" not in page
+    # stage "user" and source "user": one tag, not two
+    assert page.count('class="ple-tag') == 1 and '<span class="ple-tag">user</span>' in page
+
+
 # ------------------------------------------------------------------ step sentences
 @pytest.fixture(scope="module")
 def trace(mlp_build):
@@ -332,9 +351,11 @@ def test_strip_html_is_escaped_and_structured(trace):
     e = trace.find("FuseOps").explain()
     page = e.to_html()
     assert page.startswith("<style>") and 'data-kind="specific"' in page
-    assert "Explain: <code>FuseOps</code>" in page and e.sentence in page
+    # named by its pipeline number, as the pass list names it (step 10 is #5)
+    assert (e.index, e.position, e.ref) == (10, 5, "#5 FuseOps")
+    assert "Explain: <code>#5 FuseOps</code>" in page and e.sentence in page
     assert "<style>" not in e.to_html(style=False)
-    assert e.to_text().splitlines() == [f"#{e.index} FuseOps: {e.sentence}", e.card.summary]
+    assert e.to_text().splitlines() == [f"#5 FuseOps: {e.sentence}", e.card.summary]
 
 
 # ----------------------------------------------------------------------- the views

@@ -182,43 +182,61 @@ def test_children_and_first(trace):
 
 
 def test_trace_to_text_main_chain(trace):
+    # a trace recorded without a pipeline: no pipeline numbers, the step index only
     assert trace.to_text() == """\
 Trace of 9 pass calls (5 in the main chain), target llvm, 0.011 s in top-level passes
 note: hand-made
-#  pass             stage     ms      changed  functions
--  ---------------  --------  ------  -------  ---------
-2  LegalizeOps      legalize  4.00    yes      ~1
-4  my_pass          legalize  2.00
-6  LegalizeOps#1    finalize  3.00    yes      +1
-7  tirx.BindTarget  tir       1.00
-8  s_tir.Simplify   tir       failed
+step  pass             stage     ms      changed  functions
+----  ---------------  --------  ------  -------  ---------
+   2  LegalizeOps      legalize  4.00    yes      ~1
+   4  my_pass          legalize  2.00
+   6  LegalizeOps#1    finalize  3.00    yes      +1
+   7  tirx.BindTarget  tir       1.00
+   8  s_tir.Simplify   tir       failed
 (4 wrapper and inner steps hidden: to_text(all_steps=True) shows them)"""
 
 
 def test_trace_to_text_all_steps_indents_by_depth(trace):
     lines = trace.to_text(all_steps=True).splitlines()
     assert lines[2:] == [
-        "#  pass                stage     ms      changed  functions",
-        "-  ------------------  --------  ------  -------  ---------",
-        "0  passlab.pipeline    relax     10.00   yes      +1 ~1",
-        "1    legalize          legalize  6.00    yes      ~1",
-        "2      LegalizeOps     legalize  4.00    yes      ~1",
-        "3        FoldConstant  legalize  1.00",
-        "4      my_pass         legalize  2.00",
-        "5    finalize          finalize  4.00    yes      +1",
-        "6      LegalizeOps#1   finalize  3.00    yes      +1",
-        "7  tirx.BindTarget     tir       1.00",
-        "8  s_tir.Simplify      tir       failed",
+        "step  pass                stage     ms      changed  functions",
+        "----  ------------------  --------  ------  -------  ---------",
+        "   0  passlab.pipeline    relax     10.00   yes      +1 ~1",
+        "   1    legalize          legalize  6.00    yes      ~1",
+        "   2      LegalizeOps     legalize  4.00    yes      ~1",
+        "   3        FoldConstant  legalize  1.00",
+        "   4      my_pass         legalize  2.00",
+        "   5    finalize          finalize  4.00    yes      +1",
+        "   6      LegalizeOps#1   finalize  3.00    yes      +1",
+        "   7  tirx.BindTarget     tir       1.00",
+        "   8  s_tir.Simplify      tir       failed",
     ]
 
 
 def test_step_to_text(trace):
-    assert trace[2].to_text() == ("Step #2 LegalizeOps (stage legalize, depth 2, pass, tvm): "
+    assert trace[2].to_text() == ("LegalizeOps (step 2, stage legalize, depth 2, pass, tvm): "
                                   "4.00 ms\n  modified: main")
-    assert trace[4].to_text() == ("Step #4 my_pass (stage legalize, depth 2, pass, user): "
+    assert trace[4].to_text() == ("my_pass (step 4, stage legalize, depth 2, pass, user): "
                                   "2.00 ms\n  no change")
-    assert trace[8].to_text().startswith("Step #8 s_tir.Simplify (stage tir, depth 0, pass, "
+    assert trace[8].to_text().startswith("s_tir.Simplify (step 8, stage tir, depth 0, pass, "
                                          "tvm): failed")
+
+
+def test_text_names_a_pass_by_its_pipeline_number_as_the_explorer_does(mlp_build):
+    # one number per pass everywhere: "#5 FuseOps" in the Explorer's list, in
+    # step.to_text() and in the trace table; the step index (trace[10]) beside it
+    trace = mlp_build.trace
+    fuse = trace.find("FuseOps")
+    assert fuse.to_text().splitlines()[0].startswith(
+        "#5 FuseOps (step 10, stage legalize, depth 2, pass, tvm): ")
+    bind = trace.find("tirx.BindTarget")  # run by TVM itself: no pipeline entry
+    assert bind.to_text().startswith(f"tirx.BindTarget (step {bind.index}, stage tir, ")
+    lines = trace.to_text().splitlines()
+    assert lines[1].split() == ["#", "step", "pass", "stage", "ms", "changed", "functions"]
+    row = next(x for x in lines if " FuseOps " in x).split()
+    assert row[:4] == ["#5", "10", "FuseOps", "legalize"]
+    row = next(x for x in lines if " tirx.BindTarget " in x).split()
+    assert row[:2] == [str(bind.index), "tirx.BindTarget"]  # no "#": no number
 
 
 def test_html_marks_rows_and_escapes(trace):

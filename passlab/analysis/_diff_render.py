@@ -134,7 +134,7 @@ def rows(fd: Any, paired: bool) -> Iterator[Row]:
         if k not in folds:
             return
         i1, i2, j1 = folds[k]
-        yield ("fold", None, None, i2 - i1, None)
+        yield ("fold", None, None, i2 - i1, sum(a[i] != b[j1 + i - i1] for i in range(i1, i2)))
         if i2 - i1 <= _layout.FOLD_ROWS:
             for i in range(i1, i2):
                 yield ("folded", i + 1, j1 + i - i1 + 1, a[i], b[j1 + i - i1])
@@ -161,9 +161,11 @@ def rows(fd: Any, paired: bool) -> Iterator[Row]:
     yield from fold(len(fd._groups))
 
 
-def fold_label(count: int) -> str:
-    """What a fold of `count` unchanged lines says (text form: `... 17 unchanged lines`)."""
-    return f"{count} unchanged line{'' if count == 1 else 's'}"
+def fold_label(count: int, reindented: int = 0) -> str:
+    """What a fold of `count` unchanged lines says (text form: `... 17 unchanged lines`),
+    `reindented` of them only re-indented."""
+    more = f" ({reindented} re-indented)" if reindented else ""
+    return f"{count} unchanged line{'' if count == 1 else 's'}{more}"
 
 
 def elided_text(line: str) -> str:
@@ -202,8 +204,20 @@ def _header(fd: Any) -> str:
     counts = "" if fd.status == "unchanged" else f", +{fd.lines_added} -{fd.lines_removed}"
     if fd.lines_moved:
         counts += f", {fd.lines_moved} moved"
+    if _reindented(fd):
+        counts += f", {_reindented(fd)} re-indented"
     old = fd.old_name if fd.old_name is not None else fd.name
     return f"diff a/{old} b/{fd.name} ({fd.kind}, {status_text(fd)}{counts})"
+
+
+def _reindented(fd: Any) -> int:
+    """Lines whose indentation alone changed (``FunctionDiff.lines_reindented``; 0 for
+    a duck-typed diff without it)."""
+    return getattr(fd, "lines_reindented", 0) if fd.status == "modified" else 0
+
+
+#: The tooltip of a line whose indentation alone changed.
+REINDENT_TITLE = "re-indented: only its indentation changed"
 
 
 def row_total(fd: Any, paired: bool) -> int:
@@ -250,11 +264,11 @@ def text_block(fd: Any, line_numbers: bool, max_lines: int) -> str:
             out.append(old)
             continue
         if tag == "fold":
-            out.append(f"... {fold_label(old)}")
+            out.append(f"... {fold_label(old, new or 0)}")
         if tag in ("fold", "folded", "fold-end"):
             continue
         body += 1
-        sign, text = {"equal": (" ", old), "delete": ("-", old), "insert": ("+", new),
+        sign, text = {"equal": (" ", new), "delete": ("-", old), "insert": ("+", new),
                       "moved-from": ("<", old), "moved-to": (">", new)}[tag]
         if tag == "equal":
             text = elided_text(text)
@@ -332,13 +346,14 @@ def _equal_code(code: Any, line: str) -> str:
             f'\u2026 {more}</label><span class="pl-rest">{code(rest)}</span>{code(tail)}')
 
 
-def _fold_rows(tag: str, i: Any, j: Any, old: Any, code: Any, unified: bool) -> str:
+def _fold_rows(tag: str, i: Any, j: Any, old: Any, code: Any, unified: bool,
+               new: Any = None) -> str:
     """The HTML of a `fold`/`folded`/`fold-end` row of `rows`: a fold is a
     `<tbody class="pl-fold">` whose head opens its hidden `pl-folded` rows."""
     if tag == "fold-end":
         return "</tbody>"
     if tag == "fold":
-        label = html.escape(fold_label(old))
+        label = html.escape(fold_label(old, new or 0))
         if old > _layout.FOLD_ROWS:  # too many to carry: the count only
             return (f'<tbody class="pl-fold"><tr class="pl-fold-head"><td colspan="4">'
                     f"\u22ef {label} (not rendered)</td></tr>")
@@ -346,10 +361,20 @@ def _fold_rows(tag: str, i: Any, j: Any, old: Any, code: Any, unified: bool) -> 
                 f'<label class="pl-fold" title="show the unchanged lines">'
                 f'<input type="checkbox" class="pl-fold-open" aria-label="show {label}">'
                 f"\u22ef {label}</label></td></tr>")
-    cell = f'<td class="pl-code">{_equal_code(code, old)}</td>'
+    new = old if new is None else new  # a folded line: as it reads after, and before
+    cell = f'<td class="pl-code">{_equal_code(code, new)}</td>'
     if unified:
-        return f'<tr class="pl-folded">{_ln(i)}{_ln(j)}<td class="pl-sign"> </td>{cell}</tr>'
-    return f'<tr class="pl-folded">{_ln(i)}{cell}{_ln(j)}{cell}</tr>'
+        return f'<tr class="pl-folded">{_ln(i)}{_ln(j)}{_equal_sign(old, new)}{cell}</tr>'
+    left = cell if new == old else f'<td class="pl-code">{_equal_code(code, old)}</td>'
+    return f'<tr class="pl-folded">{_ln(i)}{left}{_ln(j)}{cell}</tr>'
+
+
+def _equal_sign(old: str, new: str) -> str:
+    """The sign cell of an unchanged line: blank, or "»" with a tooltip for a line whose
+    indentation alone changed."""
+    if old == new:
+        return '<td class="pl-sign"> </td>'
+    return f'<td class="pl-sign pl-reindent" title="{REINDENT_TITLE}">\u00bb</td>'
 
 
 def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
@@ -359,14 +384,19 @@ def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
             yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(old)}</td></tr>'
             continue
         if tag in ("fold", "folded", "fold-end"):
-            yield _fold_rows(tag, i, j, old, code, False)
+            yield _fold_rows(tag, i, j, old, code, False, new)
             continue
         if body >= max_lines:
             yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, True)}</td></tr>'
             return
         body += 1
         if tag == "equal":
-            left = right = f'<td class="pl-code">{_equal_code(code, old)}</td>'
+            right = f'<td class="pl-code">{_equal_code(code, new)}</td>'
+            if new != old:  # re-indented: each side as it reads there
+                yield (f'<tr class="pl-reindent" title="{REINDENT_TITLE}">{_ln(i)}'
+                       f'<td class="pl-code">{_equal_code(code, old)}</td>{_ln(j)}{right}</tr>')
+                continue
+            left = right
         else:
             if old is not None and new is not None and fd._intraline:
                 old_html, new_html = _highlight(old, new, code)
@@ -412,7 +442,7 @@ def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[st
     for row in rows(fd, paired=False):
         tag = row[0]
         if tag in ("fold", "folded", "fold-end"):
-            yield _fold_rows(tag, row[1], row[2], row[3], code, True)
+            yield _fold_rows(tag, row[1], row[2], row[3], code, True, row[4])
             continue
         if tag != "hunk":
             if body >= max_lines:
@@ -434,8 +464,8 @@ def _unified_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[st
             if tag == "hunk":
                 yield f'<tr class="pl-hunk"><td colspan="4">{html.escape(row[3])}</td></tr>'
             else:
-                yield (f'<tr>{_ln(row[1])}{_ln(row[2])}<td class="pl-sign"> </td>'
-                       f'<td class="pl-code">{_equal_code(code, row[3])}</td></tr>')
+                yield (f'<tr>{_ln(row[1])}{_ln(row[2])}{_equal_sign(row[3], row[4])}'
+                       f'<td class="pl-code">{_equal_code(code, row[4])}</td></tr>')
     yield from flush()
     if truncated:
         yield f'<tr><td colspan="4" class="pl-note">{_truncated(fd, body, False)}</td></tr>'
@@ -445,6 +475,9 @@ def _summary_counts(fd: Any) -> str:
     if fd.status == "unchanged":
         return ""
     moved = f' <span class="pl-count-move">{fd.lines_moved} moved</span>' if fd.lines_moved else ""
+    if _reindented(fd):
+        moved += (f' <span class="pl-count-move" title="{REINDENT_TITLE}">'
+                  f"{_reindented(fd)} re-indented</span>")
     return (f' <span class="pl-count-add">+{fd.lines_added}</span>'
             f' <span class="pl-count-del">-{fd.lines_removed}</span>{moved}')
 
@@ -512,7 +545,7 @@ def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
         if tag in ("hunk", "fold", "fold-end"):
             continue
         if tag == "folded":  # carried in the HTML, hidden until its fold is opened
-            yield from (old, new) if paired else (old,)
+            yield from (old, new) if paired else (new,)
             continue
         if body >= max_lines:
             return
@@ -520,7 +553,7 @@ def shown_lines(fd: Any, paired: bool, max_lines: int) -> Iterator[str]:
         if paired:
             yield from (x for x in (old, new) if x is not None)
         else:
-            yield old if tag in ("equal", "delete", "moved-from") else new
+            yield old if tag in ("delete", "moved-from") else new
 
 
 class _BlockCache:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from typing import Any
 
 from passlab.analysis._highlight import CSS as TOKEN_CSS
@@ -50,6 +51,17 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+# a docstring's inline markup (reStructuredText): ``literal``, :role:`target` and `text`
+_LITERAL = re.compile(r"``(.+?)``|:[\w:.-]+:`~?([^`]+)`|`([^`]+)`")
+
+
+def _prose(text: str) -> str:
+    """Text from a card or a docstring, escaped, its inline literals and roles as
+    `<code>` (a user's docstring reads `conv2d`, not its backticks)."""
+    return _LITERAL.sub(lambda m: f"<code>{next(g for g in m.groups() if g is not None)}</code>",
+                        _esc(text))
+
+
 @functools.lru_cache(maxsize=256)  # a pure function of the text; lexing is the cost
 def snippet_html(snippet: str) -> str:
     """A diff-style snippet ("-", "+" or " " before each line) as coloured HTML lines."""
@@ -66,7 +78,7 @@ def _card_body(card: Any, open_details: bool) -> str:
     parts = []
     more = []
     if card.details:
-        more.append(f'<div class="ple-details">{_esc(card.details)}</div>')
+        more.append(f'<div class="ple-details">{_prose(card.details)}</div>')
     if card.snippet:
         more.append(snippet_html(card.snippet))
     meta = []
@@ -84,15 +96,17 @@ def _card_body(card: Any, open_details: bool) -> str:
 
 def _head(card: Any, label: str) -> str:
     stage = f'<span class="ple-tag">{_esc(card.stage)}</span>' if card.stage else ""
-    return (f'<div class="ple-head">Explain: <code>{_esc(label)}</code>{stage}'
-            f'<span class="ple-tag ple-source">{_esc(card.source)}</span></div>')
+    # a user pass's card is of stage "user" and from source "user": one tag says it
+    source = ("" if card.source == card.stage
+              else f'<span class="ple-tag ple-source">{_esc(card.source)}</span>')
+    return f'<div class="ple-head">Explain: <code>{_esc(label)}</code>{stage}{source}</div>'
 
 
 def card_html(card: Any) -> str:
     """A card on its own (`passlab.explain(name)` in a notebook)."""
     return (f'<style>{CSS}</style><div class="passlab-explain" data-pass="{_esc(card.name)}">'
             f"{_head(card, card.name)}"
-            f'<div class="ple-summary">{_esc(card.summary)}</div>'
+            f'<div class="ple-summary">{_prose(card.summary)}</div>'
             f"{_card_body(card, open_details=True)}</div>")
 
 
@@ -103,7 +117,7 @@ def strip_html(expl: Any, style: bool = True) -> str:
     css = f"<style>{CSS}</style>" if style else ""
     return (f'{css}<div class="passlab-explain plx-explain" '
             f'data-pass="{_esc(card.name)}" data-kind="{_esc(expl.kind)}">'
-            f"{_head(card, expl.label)}"
+            f"{_head(card, expl.ref)}"
             f'<div class="ple-here{same}">{_esc(expl.sentence)}</div>'
-            f'<div class="ple-summary">{_esc(card.summary)}</div>'
+            f'<div class="ple-summary">{_prose(card.summary)}</div>'
             f"{_card_body(card, open_details=False)}</div>")

@@ -21,6 +21,7 @@ from passlab._tvm.printing import function_text, prefetch
 from passlab.analysis import _explain_render as _html
 from passlab.analysis.diff import prints_by_region
 from passlab.analysis.explain import Card, card_for
+from passlab.recording import numbering
 
 __all__ = ["Explanation", "explain_step"]
 
@@ -44,6 +45,15 @@ class Explanation(_render.Displayable):
     sentence: str
     kind: str
     facts: tuple[tuple[str, Any], ...] = ()
+    #: the pass's pipeline position, as every view numbers it (None: no pipeline entry)
+    position: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """How the views name this step: "#5 FuseOps", or "tirx.BindTarget (step 35)"."""
+        if self.position is None:
+            return f"{self.label} (step {self.index})"
+        return f"#{self.position} {self.label}"
 
     @property
     def summary(self) -> str:
@@ -53,7 +63,7 @@ class Explanation(_render.Displayable):
         return dict(self.facts)[key]
 
     def to_text(self) -> str:
-        return f"#{self.index} {self.label}: {self.sentence}\n{self.card.summary}"
+        return f"{self.ref}: {self.sentence}\n{self.card.summary}"
 
     def to_html(self, *, style: bool = True) -> str:
         """The "Explain" strip; `style=False` leaves out the stylesheet (a page that
@@ -410,10 +420,13 @@ def explain_step(step: Any, pipeline: Any = None) -> Explanation:
         fn = next((e.pass_ for e in pipeline if e.name == step.name and e.origin == "user"),
                   None)
     card = card_for(step.name, fn, step.origin)
+    owner = getattr(step, "owner", None)
+    position = None if owner is None else numbering.positions(owner).get(step.index)
+    label = step.label if owner is None else numbering.name_of(step, owner)
 
     def made(sentence: str, kind: str, facts: dict[str, Any] | None = None) -> Explanation:
-        return Explanation(step.label, step.index, card, sentence, kind,
-                           tuple((facts or {}).items()))
+        return Explanation(label, step.index, card, sentence, kind,
+                           tuple((facts or {}).items()), position)
 
     if step.failed:
         owner = getattr(step, "owner", None)

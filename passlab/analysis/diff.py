@@ -21,6 +21,7 @@ from passlab._render import Displayable
 from passlab._sequence import NamedSequence
 from passlab._tvm import printing as _printing
 from passlab.analysis import _diff_render as _render
+from passlab.analysis._diff_layout import gaps as _gaps
 from passlab.errors import unknown
 
 __all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW", "REGION_BINDINGS"]
@@ -125,10 +126,29 @@ class FunctionDiff(Displayable):
         if self.status == "unchanged":
             return ()
         # autojunk off: TIR repeats lines (T.reads, loop heads) past difflib's 1% "popular"
-        # cut on long kernels, which would leave equal lines unmatched
-        matcher = difflib.SequenceMatcher(None, self._before_lines, self._after_lines,
+        # cut on long kernels, which would leave equal lines unmatched. Lines match by
+        # their text without indentation: a pass that wraps a body in a new loop (or
+        # takes a block out of `with R.dataflow():`) changes one line and re-indents the
+        # others, which then show as unchanged (re-indented) lines, not as the whole body
+        # removed and added again.
+        matcher = difflib.SequenceMatcher(None, [x.strip() for x in self._before_lines],
+                                          [x.strip() for x in self._after_lines],
                                           autojunk=False)
         return tuple(tuple(g) for g in matcher.get_grouped_opcodes(self.context))
+
+    @cached_property
+    def lines_reindented(self) -> int:
+        """Lines that changed only their indentation (shown as unchanged lines, in their
+        new place; counted neither as added nor removed)."""
+        a, b = self._before_lines, self._after_lines
+        n = 0
+        for group in self._groups:
+            for tag, i1, i2, j1, _ in group:
+                if tag == "equal":
+                    n += sum(a[i1 + k] != b[j1 + k] for k in range(i2 - i1))
+        for _, i1, i2, j1 in _gaps(self):
+            n += sum(a[i1 + k] != b[j1 + k] for k in range(i2 - i1))
+        return n
 
     @cached_property
     def _moved(self) -> tuple[frozenset[int], frozenset[int]]:

@@ -24,8 +24,9 @@ __all__ = ["Step", "Trace", "Changes", "Failure"]
 
 #: Conveniences served by higher layers (``save``, ``dump``, ``reproducer``: :mod:`passlab.io`;
 #: ``report`` (:meth:`Trace.write_report`): :mod:`passlab.views.report`; ``explain``, ``card_summary``:
-#: :mod:`passlab.analysis.explain`), registered by ``passlab/__init__.py`` so that this
-#: module never imports upwards.
+#: :mod:`passlab.analysis.explain`; ``positions``, ``name_of``: the pipeline numbers of
+#: :mod:`passlab.recording.numbering`, which imports this module), registered by
+#: ``passlab/__init__.py`` so that this module never imports upwards or in a cycle.
 _UPPER: dict[str, Callable[..., Any]] = {}
 
 #: Step kinds. "pass": a pass of the coherent main chain (its ``after`` is, most of the
@@ -235,7 +236,12 @@ class Step(_render.Displayable):
         ch = self.functions_changed
         t = (("failed (caught)" if self.caught else "failed") if self.failed
              else f"{(self.seconds or 0.0) * 1e3:.2f} ms")
-        lines = [f"Step #{self.index} {self.label} (stage {self.stage}, depth {self.depth}, "
+        # named as every view names it: its pipeline position ("#7 place_kernels"), the
+        # trace index (``trace[21]``) after it
+        owner = self.owner
+        pos = None if owner is None else _UPPER["positions"](owner).get(self.index)
+        head = self.label if pos is None else f"#{pos} {_UPPER['name_of'](self, owner)}"
+        lines = [f"{head} (step {self.index}, stage {self.stage}, depth {self.depth}, "
                  f"{self.kind}, {self.origin}): {t}"]
         if not ch:
             lines.append("  no change")
@@ -510,15 +516,21 @@ class Trace(NamedSequence[Step], _render.Displayable):
     def _table(self, all_steps: bool, explain: bool = False
                ) -> tuple[list[str], list[list[str]], list[str], int]:
         steps = self._steps if all_steps else [s for s in self._steps if s.on_main_chain or s.failed]
-        header = ["#", "pass", "stage", "ms", "changed", "functions"] + (["what it does"] if explain else [])
+        # "#": the pass's pipeline position, as every view numbers it (a trace recorded
+        # without a pipeline has none); "step": its index in the trace (``trace[i]``)
+        pos = _UPPER["positions"](self)
+        header = (["#"] if pos else []) + ["step", "pass", "stage", "ms", "changed", "functions"] \
+            + (["what it does"] if explain else [])
         rows, classes = [], []
         for s in steps:
             ch = s.functions_changed
             ms = (("failed (caught)" if s.caught else "failed") if s.failed
                   else f"{(s.seconds or 0.0) * 1e3:.2f}")
             indent = "  " * s.depth if all_steps else ""
-            rows.append([str(s.index), indent + s.label, s.stage, ms,
-                         "yes" if ch else "", ch.summary()]
+            n = pos.get(s.index)
+            rows.append(([f"#{n}" if n is not None else ""] if pos else [])
+                        + [str(s.index), indent + s.label, s.stage, ms, "yes" if ch else "",
+                           ch.summary()]
                         + ([_UPPER["card_summary"](s.name)] if explain else []))
             classes.append("failed" if s.failed else "user" if s.origin == "user"
                            else "inner" if s.kind == "inner" else "" if ch else "same")

@@ -84,7 +84,7 @@ def test_the_failed_inner_pass_is_failed_and_caught(caught):
     assert row.split()[1:4] == ["MergeCompositeFunctions", "legalize", "failed"]
     assert "(caught)" in row
     assert inner.to_text().splitlines()[0] == (
-        f"Step #{inner.index} MergeCompositeFunctions (stage legalize, depth {inner.depth}, "
+        f"MergeCompositeFunctions (step {inner.index}, stage legalize, depth {inner.depth}, "
         "inner, tvm): failed (caught)")
     # it builds and runs exactly like the plain build
     assert caught.run().tolist() == passlab.build(passlab.models.mlp()).run().tolist()

@@ -6,6 +6,7 @@
 // are. Only elements passlab wrote are moved: no text becomes markup.
 
 const EMPTY = "pl-empty";
+const REINDENT = "re-indented: only its indentation changed";
 
 function cell(cls, html) {
   const td = document.createElement("td");
@@ -23,7 +24,7 @@ function lineNo(text) {
 
 function sign(text, title) {
   const td = document.createElement("td");
-  td.className = "pl-sign";
+  td.className = text === "\u00bb" ? "pl-sign pl-reindent" : "pl-sign";
   td.textContent = text;
   if (title) td.title = title;
   return td;
@@ -55,18 +56,21 @@ function unifyBody(body) {
       continue;
     }
     const [lnA, a, lnB, b] = cells;
+    // an unchanged line reads as it does after the pass: a line whose indentation alone
+    // changed (a body wrapped in a new loop) in its new place, marked
+    const same = () => (a.textContent === b.textContent ? sign(" ") : sign("\u00bb", REINDENT));
     if (tr.classList.contains("pl-folded")) {
       flush();
-      out.append(unifiedRow("pl-folded", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
-        cell("pl-code", a.innerHTML)));
+      out.append(unifiedRow("pl-folded", lineNo(lnA.textContent), lineNo(lnB.textContent), same(),
+        cell("pl-code", b.innerHTML)));
       continue;
     }
     const changed = [a, b].some((c) => ["pl-del", "pl-add", "pl-move", EMPTY]
       .some((k) => c.classList.contains(k)));
     if (!changed) {
       flush();
-      out.append(unifiedRow("", lineNo(lnA.textContent), lineNo(lnB.textContent), sign(" "),
-        cell("pl-code", a.innerHTML)));
+      out.append(unifiedRow("", lineNo(lnA.textContent), lineNo(lnB.textContent), same(),
+        cell("pl-code", b.innerHTML)));
       continue;
     }
     if (!a.classList.contains(EMPTY)) {

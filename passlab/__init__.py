@@ -44,15 +44,15 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # the lazily imported public names, typed for checkers and editors
-    from passlab.analysis import (
-        buffers,
-        diff,
-        explain,
-        fused_graph,
-        partitions,
-        pass_table,
-        provenance,
-    )
+    # from the defining modules, as _LAZY imports them (`passlab.analysis.diff` is also a
+    # module's name: the API reference would document the module)
+    from passlab.analysis.buffers import buffers
+    from passlab.analysis.diff import diff
+    from passlab.analysis.explain import explain
+    from passlab.analysis.graph import fused_graph
+    from passlab.analysis.partitions import partitions
+    from passlab.analysis.provenance import provenance
+    from passlab.analysis.table import pass_table
     from passlab.backend import Backend
     from passlab.io.archive import load_trace
     from passlab.models.importers import load

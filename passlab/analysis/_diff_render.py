@@ -211,7 +211,7 @@ def _header(fd: Any) -> str:
 
 
 def _reindented(fd: Any) -> int:
-    """Lines whose indentation alone changed (``FunctionDiff.lines_reindented``; 0 for
+    """Lines whose indentation alone changed (`FunctionDiff.lines_reindented`; 0 for
     a duck-typed diff without it)."""
     return getattr(fd, "lines_reindented", 0) if fd.status == "modified" else 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from passlab import models
-from passlab.errors import CliError
+from passlab.errors import CliError, DeviceUnavailableError
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -170,6 +170,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from passlab.views.report import REPORT_FUNCTIONS, write_report
 
     _writable(Path(args.output))
+    if args.profile:
+        _time_here(args.target)
     inserts = [_load_insert(spec) for spec in args.insert]
     mod = resolve_model(args.model, trust=args.trust)
     pipe = Pipeline.default(args.target, variant=args.variant)
@@ -187,7 +189,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         status = 1
     seconds = time.perf_counter() - start
     # --profile: the report's "Run time" section (a failed build has nothing to time)
-    prof = built.profile(repeat=args.repeat) if args.profile and status == 0 else None
+    prof = (built.profile(repeat=args.repeat, budget_s=args.budget)
+            if args.profile and status == 0 else None)
     # a file's name, not its path: reports are shared, and the path is the writer's own
     name = Path(args.model).name if args.model not in models.NAMES else args.model
     title = f"{name} ({args.variant}, {pipe.target})"
@@ -274,10 +277,66 @@ def _profile_pipeline(spec: str | None, target: str) -> Any:
     return Pipeline.default(target) if spec is None else _sweep_pipeline(spec, target)[1]
 
 
+#: The most bytes all `--inputs` arrays together may hold: 4 GiB, or half the machine's
+#: memory where that is less. Each .npy header is checked against it (and against the
+#: file's own size) before any array is read, so a 138-byte file claiming 2^40 floats is
+#: refused, not allocated.
+INPUT_BYTES = 4 << 30
+
+
+def _input_budget() -> int:
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return INPUT_BYTES
+    return min(INPUT_BYTES, memory // 2)
+
+
+def _npy_bytes(path: str) -> int:
+    """The bytes the array of .npy file `path` holds, from its header alone; a
+    CliError when the header is not one numpy writes or claims more than the file has."""
+    import numpy as np
+    from numpy.lib import format as npy
+
+    from passlab._render import human_bytes
+
+    with open(path, "rb") as f:
+        version = npy.read_magic(f)
+        header = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+        if version not in header:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = header[version](f, max_header_size=10_000)
+        if dtype.hasobject:
+            raise ValueError("it holds Python objects (pickles), which passlab never reads")
+        n = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        have = os.fstat(f.fileno()).st_size - f.tell()
+    if n > have:
+        raise CliError(f"--inputs {path!r}: its header claims {human_bytes(n)} of "
+                       f"{dtype} {tuple(shape)} but the file holds {human_bytes(have)} of "
+                       "data: a truncated or forged file; save each input with "
+                       "numpy.save('x.npy', array)")
+    return n
+
+
 def _input_arrays(paths: list[str]) -> list[Any]:
-    """`--inputs`: .npy files, read without pickles."""
+    """`--inputs`: .npy files, read without pickles, each header checked against the
+    file's size and all of them against `INPUT_BYTES` before any is read."""
     import numpy as np
 
+    from passlab._render import human_bytes
+
+    sizes = []
+    for p in paths:
+        try:
+            sizes.append(_npy_bytes(p))
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--inputs {p!r}: not a readable .npy array file ({exc}); save "
+                           "each input with numpy.save('x.npy', array)") from None
+    budget = _input_budget()
+    if sum(sizes) > budget:
+        raise CliError(f"--inputs: the arrays hold {human_bytes(sum(sizes))}, more than the "
+                       f"{human_bytes(budget)} passlab reads as inputs (4 GiB, or half this "
+                       "machine's memory); give smaller inputs")
     out = []
     for p in paths:
         try:
@@ -294,15 +353,25 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from passlab.recording.build import build
 
     pipe = _profile_pipeline(args.pipeline, args.target)
+    _time_here(pipe.target)  # before the build: a device that is absent is one line
+    inputs = _input_arrays(args.inputs)
     try:
         built = build(resolve_model(args.model), pipe)
     except BuildError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"passlab: build failed: {first}", file=sys.stderr)
         return 1
-    prof = built.profile(*_input_arrays(args.inputs), repeat=args.repeat, seed=args.seed)
+    prof = built.profile(*inputs, repeat=args.repeat, seed=args.seed, budget_s=args.budget)
     print(prof.to_text())
     return 0
+
+
+def _time_here(target: Any) -> None:
+    """DeviceUnavailableError (one line, exit status 2) when `target`'s device is not
+    here: said before a build that could not be timed."""
+    from passlab._tvm.devices import device_of
+
+    device_of(target, "time")
 
 
 def _cmd_attribute(args: argparse.Namespace) -> int:
@@ -314,6 +383,21 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
                        repeat=args.repeat, workers=args.workers, progress=True)
     print(result.to_text())
     return 0 if result.status == "ok" else 1
+
+
+_BUDGET_HELP = ("seconds of measuring after which no more runs are added while a median's "
+                "95%% interval is wider than +-5%% (default 5; 0: exactly --repeat runs)")
+
+
+def _budget(text: str) -> float:
+    """`--budget`: a finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -433,10 +517,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="write everything: every function, every step's row, every "
                         "main-chain pass (default: the first 400, naming the rest)")
     r.add_argument("--profile", action="store_true",
-                   help="time the build (each kernel alone, and end to end) and add a "
-                        "\"Run time\" section")
+                   help="time the build (each kernel in place and alone, and end to end) "
+                        "and add a \"Run time\" section")
     r.add_argument("--repeat", type=_positive, default=10,
-                   help="with --profile: repeats of each timing (default 10)")
+                   help="with --profile: the fewest runs of each timing (default 10)")
+    r.add_argument("--budget", type=_budget, default=5.0, metavar="SECONDS",
+                   help=_BUDGET_HELP)
     r.set_defaults(func=_cmd_report)
 
     s = sub.add_parser("sweep", help="build every model with every pipeline in worker "
@@ -456,9 +542,10 @@ def main(argv: list[str] | None = None) -> int:
                         "a rerun builds only the jobs not finished there")
     s.set_defaults(func=_cmd_sweep)
 
-    for name, what in (("profile", "build a model and time it: the end-to-end run, each "
-                                   "kernel alone (calls, share, GFLOP/s, GB/s) with the "
-                                   "operators it holds and the passes that shaped it"),
+    for name, what in (("profile", "build a model and time it: each kernel where it runs "
+                                   "(calls, share, GFLOP/s, GB/s; and alone), the runtime's "
+                                   "own work, the end-to-end run; with the operators each "
+                                   "kernel holds and the passes that shaped it"),
                        ("attribute", "which pass costs or saves run time: build without "
                                      "each pass in worker processes, check the outputs, "
                                      "profile, print one row per pass")):
@@ -473,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="input arrays as .npy files (default: random, --seed)")
         t.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
         t.add_argument("--target", default="llvm", help=_TARGET_HELP)
+        if name == "profile":
+            t.add_argument("--budget", type=_budget, default=5.0, metavar="SECONDS",
+                           help=_BUDGET_HELP)
         if name == "attribute":
             t.add_argument("--passes", default=None, metavar="A,B",
                            help="the passes to disable one at a time (default: every "
@@ -519,7 +609,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, KeyError, ValueError, TypeError, OSError, ImportError) as exc:
+    except (CliError, KeyError, ValueError, TypeError, OSError, ImportError,
+            DeviceUnavailableError) as exc:
         print(f"passlab: error: {exc}", file=sys.stderr)
         return 2
 

@@ -18,7 +18,7 @@ pytestmark = marks()
 
 _NB = [
     "import passlab\n\nbuild = passlab.build(passlab.models.mlp())\n"
-    "prof = build.profile(repeat=3)\n"
+    "prof = build.profile(repeat=3, budget_s=0)\n"
     "ex = passlab.Explorer(build, profile=prof, tab='profile')",
     "ex",
 ]
@@ -43,7 +43,16 @@ def test_profile_table_sorts_and_a_row_shows_its_kernel_in_the_graph(lab, page, 
     rows = pane.locator("tr[data-kernel]")
     expect(rows).to_have_count(4)
     expect(pane.locator(".plx-profile-summary")).to_have_text(re.compile(
-        r"^forward on llvm: .* end to end \(median of 3"))
+        r"^forward on llvm \(cpu.*\): of the .* instrumented run, 4 kernels take .*, the "
+        r"runtime's own work .*\.$"))
+    # the table fits the output's width: long names wrap, sources and passes are cut
+    # short (whole on hover), so nothing scrolls sideways at this width
+    scroll = pane.locator(".plx-profile-scroll")
+    sizes = scroll.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert sizes[0] <= sizes[1], sizes
+    clipped = pane.locator("td.plx-profile-clip").first
+    assert clipped.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+    assert clipped.get_attribute("title")
     # a click on "kernel" sorts by name; a second one turns the order round
     pane.locator("button[data-sort]", has_text=re.compile(r"^kernel")).click()
     names = ["fused_matmul1_add1", "fused_matmul_add_relu", "transpose", "transpose1"]

@@ -20,7 +20,14 @@ from passlab.views.explorer_profile import SORTS, sorted_kernels  # noqa: E402
 
 @pytest.fixture(scope="module")
 def mlp_profile(mlp_build):
-    return mlp_build.profile(repeat=2)
+    return mlp_build.profile(repeat=3, budget_s=0)
+
+
+@pytest.fixture
+def unprofiled():
+    """A build nothing has profiled (the session's mlp_build has a live profile here,
+    which an Explorer on it shows)."""
+    return passlab.build(passlab.models.mlp())
 
 
 def kernels_shown(html: str) -> list[str]:
@@ -74,8 +81,8 @@ def test_a_row_click_shows_the_kernel_in_the_graph(mlp_build, mlp_profile):
     assert ex.kernel_title.startswith("TIR of transpose")
 
 
-def test_time_colour_in_the_graph_pane(mlp_build, mlp_profile):
-    ex = Explorer(mlp_build, tab="graph", selected=mlp_build.trace.find("FuseTIR").index)
+def test_time_colour_in_the_graph_pane(mlp_build, mlp_profile, unprofiled):
+    ex = Explorer(unprofiled, tab="graph", selected=unprofiled.trace.find("FuseTIR").index)
     ex.set_state({"graph_overlay": "time"})  # no profile yet: a note, no colour
     assert "Colour by time needs a profile: open the Profile tab" in ex.graph_html
     ex2 = Explorer(mlp_build, profile=mlp_profile, tab="graph",
@@ -85,13 +92,14 @@ def test_time_colour_in_the_graph_pane(mlp_build, mlp_profile):
     assert "#fde725" in ex2.graph_html and "#440154" in ex2.graph_html
 
 
-def test_the_profile_button_times_the_shown_build(mlp_build):
-    ex = Explorer(mlp_build, tab="profile")
+def test_the_profile_button_times_the_shown_build(unprofiled):
+    ex = Explorer(unprofiled, tab="profile")
     assert not ex.has_profile
     assert "Press Profile to time this build" in ex.profile_html
     assert 'data-profile-run="1"' in ex.profile_html
     ex.set_state({"profile_run": 1})
     assert ex.has_profile and "forward on llvm" in ex.profile_html
+    assert ex._profile_view.profile.build is unprofiled
     assert sorted(kernels_shown(ex.profile_html)) == sorted(
         k.kernel for k in ex._profile_view.profile)
     # an edited run is another build: no profile until timed
@@ -110,8 +118,41 @@ def test_a_trace_says_what_to_do(mlp_build, mlp_profile):
         ex.run_profile()
     assert kernels_shown(Explorer(mlp_build.trace, profile=mlp_profile,
                                   tab="profile").profile_html)
-    with pytest.raises(TypeError, match="profile must be a passlab Profile"):
+    with pytest.raises(TypeError, match="Explorer: profile must be a passlab Profile"):
         Explorer(mlp_build, profile="fast")
+
+
+def test_an_explorer_on_a_profiled_build_shows_its_profile(mlp_build, mlp_profile,
+                                                          unprofiled):
+    # no second press: the build's latest profile, while it is alive
+    ex = Explorer(mlp_build, tab="profile")
+    assert ex.has_profile and ex._profile_view.profile is mlp_profile
+    assert kernels_shown(ex.profile_html) == [k.kernel for k in mlp_profile]
+    assert Explorer(unprofiled, tab="profile").has_profile is False
+    # a profile of another build is refused, naming what is wrong
+    with pytest.raises(ValueError, match=r"Explorer: this profile was measured on another "
+                                         r"build \(llvm, 4 kernels\); a profile belongs to "
+                                         r"the build it timed"):
+        Explorer(unprofiled, profile=mlp_profile)
+
+
+def test_the_table_says_what_the_numbers_mean(mlp_profile):
+    from passlab.views.explorer_profile import pane_html
+
+    html = pane_html(mlp_profile)
+    summary = re.search(r'<div class="plx-profile-summary">(.*?)</div>', html).group(1)
+    assert summary.startswith("forward on llvm (cpu") and " instrumented run, 4 kernels " \
+        "take " in summary
+    assert "the hooks&#x27;" in html and "instrumented runs" in html
+    heads = re.findall(r'class="plx-profile-sort" data-sort="[^"]+" title="sort by ([^"]+)"',
+                       html)
+    assert heads == ["kernel", "calls", "per call", "per run", "share", "alone",
+                     "in place/alone", "GFLOP/s", "GB/s", "sources", "passes"]
+    assert '<th class="num" title="the 95% interval of the median per call' in html
+    # long lists are cut short in the cell, whole on hover
+    k = mlp_profile["fused_matmul_add_relu"]
+    assert (f'<td class="plx-profile-clip" title="{", ".join(k.passes)}">'
+            f'{", ".join(k.passes[:3])} +{len(k.passes) - 3}</td>') in html
 
 
 @pytest.mark.slow

@@ -704,13 +704,22 @@ def signature(func) -> tuple[tuple[str, str], ...]:
     return tuple((p.name, str(p.ty)) for p in func.params) + (("->", text),)
 
 
-def virtual_machine(executable, device: str = "cpu"):
+def virtual_machine(executable, device: Any = "cpu"):
+    """A Relax VM for `executable` on `device` (a TVM device, or its name: "cpu",
+    "cuda", ...)."""
     r = relax()
-    return r.VirtualMachine(executable, getattr(tvm(), device)())
+    dev = getattr(tvm(), device)() if isinstance(device, str) else device
+    return r.VirtualMachine(executable, dev)
 
 
-def to_tvm_tensor(array):
-    return tvm().runtime.tensor(array)
+def to_tvm_tensor(array, device: Any = None):
+    """`array` as a TVM tensor, on `device` (default the CPU)."""
+    t = tvm()
+    if device is None:
+        return t.runtime.tensor(array)
+    if isinstance(array, t.runtime.Tensor):  # moved where it is not there yet
+        return array if str(array.device) == str(device) else array.copyto(device)
+    return t.runtime.tensor(array, device)
 
 
 def to_numpy(value):

@@ -1,20 +1,27 @@
-"""Run time on TVM 0.27: capture a VM's calls, time kernels and entry functions.
+"""Run time on TVM 0.27: time each kernel where it runs (in place), kernels alone, and
+entry functions end to end.
 
 TVM 0.27 has no Relax VM profiler (`VirtualMachine(profile=True)` and
 `tvm.runtime.profiling` went with apache/tvm PR #19455). What is left, and used here:
 
 - `vm.set_instrument(fn)`: `fn(func, symbol, before_run, ret_value, *args)` is called
-  before and after every VM call (kernels and `vm.builtin.*`); it captures which
-  kernels one run calls, with copies of their arguments.
+  before and after every VM call (kernels and `vm.builtin.*`). `InPlace` reads a
+  monotonic nanosecond clock as the last thing of the "before" call and the first thing of
+  the "after" call of each kernel, so a kernel is timed inside the real run (its inputs
+  where the previous kernel left them, the thread pool as the run keeps it); on a GPU the
+  device is synchronised before each reading. `capture` records which kernels a run
+  calls, with copies of their arguments.
+- the hooks' own cost is measured on a *skeleton*: the same VM program linked with kernels
+  whose bodies are empty (`skeleton`), run with the same instrument. Its interval at
+  each kernel call is what the hooks (and the call of an empty kernel) put inside a
+  measured interval; the skeleton's plain run is the VM's own time (interpreter,
+  `vm.builtin.*` calls, allocations, the packed calls themselves).
 - `Module.time_evaluator(name, dev, number, repeat, min_repeat_ms)`: a
   `BenchmarkResult` (seconds) for one kernel of the library
   (`vm.module.imports[0]`, looked up with `query_imports=True` as TVM's
-  `relax.testing.lib_comparator` does) or for a VM function. It runs the function once
-  first (warm-up, discarded) and synchronises the device around each repeat.
-- the runtime overhead (VM interpreter, `vm.builtin.*` calls, allocations, the packed
-  calls themselves) is the entry function of a *skeleton*: the same VM program linked
-  with kernels whose bodies are empty (a Python instrument would cost more per call
-  than a small model's whole run).
+  `relax.testing.lib_comparator` does: the kernel *alone*, on copies of its arguments)
+  or for a VM function (the plain end-to-end time). It runs the function once first
+  (warm-up, discarded) and synchronises the device around each repeat.
 """
 
 from __future__ import annotations
@@ -27,11 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from passlab.errors import DeviceUnavailableError
-
-#: The device kind a target kind's code runs on.
-_DEVICES = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "nvptx": "cuda", "rocm": "rocm",
-            "metal": "metal", "opencl": "opencl", "vulkan": "vulkan", "webgpu": "webgpu"}
+from passlab._tvm import devices as _devices
 
 
 @dataclass(frozen=True)
@@ -70,24 +73,8 @@ class Call:
 
 def device(kind: str) -> Any:
     """The TVM device code for target kind `kind` runs on, or DeviceUnavailableError
-    naming the device."""
-    import tvm
-
-    name = _DEVICES.get(kind)
-    if name is None:
-        raise DeviceUnavailableError(f"cannot time a {kind!r} build: passlab knows the "
-                                     f"devices of {', '.join(sorted(_DEVICES))}")
-    if name != "cpu":
-        try:
-            present = bool(tvm.runtime.enabled(name)) and bool(tvm.device(name, 0).exist)
-        except Exception:  # noqa: BLE001 - TVM raises for runtimes it was built without
-            present = False
-        if not present:
-            raise DeviceUnavailableError(
-                f"cannot time this {kind!r} build: no {name} device here (or this TVM has "
-                f"no {name} runtime); the build and its generated code can still be "
-                "inspected; profile an 'llvm' build to time on this CPU")
-    return tvm.device(name, 0)
+    naming the device (see `passlab._tvm.devices.device_of`)."""
+    return _devices.device_of(kind, "time")
 
 
 def loadable(executable: Any, kind: str, folder: str) -> Any:
@@ -233,3 +220,118 @@ def builtin_counts(calls: Sequence[Call]) -> Mapping[str, int]:
     from types import MappingProxyType
 
     return MappingProxyType(dict(Counter(c.symbol for c in calls if not c.kernel).most_common()))
+
+
+# ------------------------------------------------------------------ in place
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median of `samples`: the order statistics
+    `x(k)` and `x(n+1-k)` with the largest `k` whose binomial coverage is at least
+    `confidence`. With fewer than 6 samples no pair reaches 95%: the interval is then
+    the smallest and the largest sample (its coverage is 1 - 2/2^n)."""
+    values = sorted(samples)
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    alpha = (1.0 - confidence) / 2
+    k, tail = 0, 0.0  # tail: P(B <= k - 1) for B ~ Binomial(n, 1/2)
+    while k < n // 2:
+        nxt = tail + math.comb(n, k) / 2.0 ** n
+        if nxt > alpha:
+            break
+        tail, k = nxt, k + 1
+    k = max(k, 1)
+    return values[k - 1], values[n - k]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One instrumented run: its wall time and each kernel call's measured interval (the
+    kernel's symbol and nanoseconds, in call order)."""
+
+    total_ns: int
+    symbols: tuple[str, ...]
+    intervals_ns: tuple[int, ...]
+
+
+class InPlace:
+    """Runs `entry` of `vm` with an instrument that times each call of a symbol in
+    `kernels` where it happens (see the module doc). `run` returns a `Run`;
+    the instrument is set only while a run lasts."""
+
+    def __init__(self, vm: Any, entry: str, args: Sequence[Any], kernels: set[str],
+                 dev: Any) -> None:
+        import time
+
+        self._func = vm[entry]
+        self._vm = vm
+        self._args = list(args)
+        self._sync = None if _devices.is_cpu(dev) else dev.sync
+        self._clock = time.perf_counter_ns
+        self._kernels = frozenset(kernels)
+        self._stamps: list[int] = []
+        self._names: list[str] = []
+
+    def _instrument(self) -> Callable[..., int]:
+        kernels, clock, sync = self._kernels, self._clock, self._sync
+        stamp, name = self._stamps.append, self._names.append
+        if sync is None:
+            def instrument(func: Any, symbol: str, before: bool, ret: Any, *args: Any) -> int:
+                if symbol in kernels:
+                    if before:
+                        name(symbol)
+                        stamp(clock())
+                    else:
+                        stamp(clock())
+                return 0
+        else:  # a GPU: the kernel's work is done when the device says so
+            def instrument(func: Any, symbol: str, before: bool, ret: Any, *args: Any) -> int:
+                if symbol in kernels:
+                    if before:
+                        name(symbol)
+                        sync()
+                        stamp(clock())
+                    else:
+                        sync()
+                        stamp(clock())
+                return 0
+        return instrument
+
+    def run(self) -> Run:
+        self._stamps.clear()
+        self._names.clear()
+        self._vm.set_instrument(self._instrument())
+        try:
+            if self._sync is not None:
+                self._sync()
+            start = self._clock()
+            self._func(*self._args)
+            if self._sync is not None:
+                self._sync()
+            total = self._clock() - start
+        finally:
+            self._vm.set_instrument(None)
+        s = self._stamps
+        return Run(total, tuple(self._names), tuple(s[i + 1] - s[i] for i in range(0, len(s), 2)))
+
+
+def hook_floor(real: Run, calibration: Sequence[Run]) -> list[float]:
+    """Per kernel call of `real`, the nanoseconds the hooks put inside its interval:
+    the median interval of the same call in the `calibration` runs (the skeleton's,
+    whose kernels are empty); by symbol where the call sequences differ, 0 without
+    calibration."""
+    import statistics
+
+    if not calibration:
+        return [0.0] * len(real.symbols)
+    same = all(c.symbols == real.symbols for c in calibration)
+    if same:
+        return [statistics.median(c.intervals_ns[i] for c in calibration)
+                for i in range(len(real.symbols))]
+    by_symbol: dict[str, list[int]] = {}
+    for c in calibration:
+        for sym, ns in zip(c.symbols, c.intervals_ns):
+            by_symbol.setdefault(sym, []).append(ns)
+    every = [ns for v in by_symbol.values() for ns in v]
+    fallback = statistics.median(every) if every else 0.0
+    return [statistics.median(by_symbol[s]) if s in by_symbol else fallback
+            for s in real.symbols]

@@ -285,10 +285,22 @@ class Build:
 
     @cached_property
     def vm(self):
+        """The Relax VM of the executable, on the device of the build's target (the
+        CPU for llvm, the GPU for cuda ...): `DeviceUnavailableError` where it is absent.
+        Creating it loads the executable: for llvm, LLVM generates the machine code of
+        every kernel then (TVM defers it to the first load), which is most of a first
+        `run()`."""
         why = runnable(_tvm.target(self.pipeline.target).kind.name)
         if why is not None:
             raise DeviceUnavailableError(f"cannot run this {self.pipeline.target!r} build: {why}")
-        return _tvm.virtual_machine(self.executable)
+        return _tvm.virtual_machine(self.executable, self.device)
+
+    @cached_property
+    def device(self):
+        """The TVM device the build's code runs on (`tvm.cpu(0)`, `tvm.cuda(0)` ...)."""
+        from passlab._tvm.devices import device_of
+
+        return device_of(self.pipeline.target)
 
     def source(self, kind: str | None = None, kernel: str | None = None) -> str:
         """What the target generated: `kind` "llvm" (LLVM IR), "asm", "c", "cuda"
@@ -352,27 +364,33 @@ class Build:
             raise TypeError(f"{name}() takes {n_params} arguments, {len(args)} were given")
         if len(args) < n_params:
             args += self.inputs(seed, shapes, name)[len(args):]
-        result = self.vm[name](*[_tvm.to_tvm_tensor(a) for a in args])
-        return _tvm.to_numpy(result)
+        vm = self.vm  # first: a device that is absent is said before inputs move
+        result = vm[name](*[_tvm.to_tvm_tensor(a, self.device) for a in args])
+        return _tvm.to_numpy(result)  # copied back to the host
 
     def profile(self, *inputs: Any, repeat: int = 10, number: int | None = None,
-                min_repeat_ms: int | None = None, seed: int = 0) -> Any:
-        """Run time of the entry function and of each kernel it calls, each kernel linked
-        to its source operators and the passes that shaped it: a
-        `passlab.research.profile.Profile` (served by `passlab.research`).
-        Missing inputs are drawn as by `run`.
+                min_repeat_ms: float | None = None, seed: int = 0, alone: bool = True,
+                target: float = 0.05, budget_s: float | None = 5.0,
+                progress: Any = None) -> Any:
+        """Run time of the entry function and of each kernel it calls, measured in place
+        (inside the real run), each kernel linked to its source operators and the passes
+        that shaped it: a `passlab.research.profile.Profile` (served by
+        `passlab.research`; the arguments are `passlab.research.profile.profile`'s).
+        Missing inputs are drawn as by `run`. An Explorer opened on this build later
+        shows the profile while it is alive.
 
         Examples
         --------
         >>> import passlab
-        >>> p = passlab.build(passlab.models.mlp()).profile(repeat=3)
+        >>> p = passlab.build(passlab.models.mlp()).profile(repeat=3, budget_s=0)
         >>> p.end_to_end_s > 0, len(p) > 0
         (True, True)
         """
         from passlab.recording.trace import _UPPER
 
         return _UPPER["profile"](self, *inputs, repeat=repeat, number=number,
-                                 min_repeat_ms=min_repeat_ms, seed=seed)
+                                 min_repeat_ms=min_repeat_ms, seed=seed, alone=alone,
+                                 target=target, budget_s=budget_s, progress=progress)
 
 
 def max_abs_diff(a: Any, b: Any) -> float:

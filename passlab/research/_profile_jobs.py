@@ -22,10 +22,11 @@ def profile_summary(built: Any, job: dict[str, Any]) -> dict[str, Any]:
     of `built` on the job's inputs, or `{"error": ...}` when it cannot be timed."""
     opts = job["profile"]
     seed, arrays = job["inputs"]
-    try:  # times only: no provenance, blame or skeleton VM per variant
+    try:  # times only: no provenance, blame, skeleton VM or kernels alone per variant
         prof = profile(built, *(arrays or ()), seed=seed, repeat=int(opts.get("repeat", 10)),
                        number=opts.get("number"), min_repeat_ms=opts.get("min_repeat_ms"),
-                       links=False, overhead=False)
+                       links=False, overhead=False, alone=False, budget_s=0,
+                       progress=False)
     except Exception as exc:  # noqa: BLE001 - the row says why, the job stands
         return dict(error=f"profile: {type(exc).__name__}: {first_line(exc)}")
     called = [k for k in prof if k.calls > 0]

@@ -6,6 +6,7 @@ in a light and a dark notebook and in a static page alike; text uses `currentCol
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,35 +31,51 @@ def seconds_text(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class ProfilePlot(_render.Displayable):
-    """Bars `(label, seconds per run, kind, tooltip)`; kind "kernel", "noisy" or
-    "other" (overhead, gap, the kernels beyond the top ones)."""
+    """Bars `(label, seconds per run, kind, tooltip)`, each a non-negative time; kind
+    "kernel", "noisy" or "other" (overhead, unattributed, the kernels beyond the top
+    ones)."""
 
     title: str
     bars: tuple[tuple[str, float, str, str], ...]
 
     @classmethod
     def of(cls, prof: Any, top: int) -> ProfilePlot:
+        """The kernels (the `top` slowest, the rest as one bar), the runtime's own work
+        and the unattributed rest: every bar a non-negative time; a negative rest (the
+        parts measured longer than the run, within or beyond its noise) is said in the
+        title's last line, never drawn."""
         bars = []
         for k in prof.kernels[:top]:
-            tip = (f"{k.kernel}: {seconds_text(k.total_s)} per run, {k.calls} calls, "
-                   f"{k.share:.1%}, spread {k.spread:.0%}; sources: "
+            alone = "" if k.alone_s is None else f", alone {seconds_text(k.alone_s)} per call"
+            tip = (f"{k.kernel}: {seconds_text(k.total_s)} per run in place, {k.calls} calls, "
+                   f"{k.share:.1%}{alone}; sources: "
                    f"{', '.join(k.sources) or '-'}; passes: {', '.join(k.passes) or '-'}")
             bars.append((k.kernel, k.total_s, "noisy" if k.noisy else "kernel", tip))
         rest = prof.kernels[top:]
         if rest:
             s = sum(k.total_s for k in rest)
             bars.append((f"{len(rest)} other kernels", s, "other", seconds_text(s)))
-        bars.append(("runtime overhead", prof.overhead_s, "other",
-                     f"VM, builtins, allocations: {seconds_text(prof.overhead_s)}"))
-        bars.append(("gap", prof.gap_s, "other",
-                     f"end to end minus kernels and overhead: {seconds_text(prof.gap_s)}"))
-        return cls(prof.summary(), tuple(bars))
+        notes = []
+        for label, value, tip in (
+                ("runtime overhead", prof.overhead_s,
+                 "the runtime's own work (the program with empty kernels: interpreter, "
+                 "builtins, allocations)"),
+                ("unattributed", prof.unattributed_s,
+                 "the instrumented run minus the kernels and the runtime's own work")):
+            if math.isnan(value):
+                continue
+            if value >= 0:
+                bars.append((label, value, "other", f"{tip}: {seconds_text(value)}"))
+            else:
+                notes.append(f"{label} {seconds_text(value)} (not drawn: below zero)")
+        title = prof.sentence()
+        return cls(title + ("\n" + "; ".join(notes) if notes else ""), tuple(bars))
 
     def to_text(self) -> str:
-        lines = [self.title]
-        top = max((abs(v) for _, v, _, _ in self.bars), default=0.0) or 1.0
+        lines = self.title.split("\n")
+        top = max((v for _, v, _, _ in self.bars), default=0.0) or 1.0
         for label, v, kind, _ in self.bars:
-            n = round(40 * abs(v) / top)
+            n = round(40 * max(0.0, v) / top)
             lines.append(f"  {label[:32]:<32} {'#' * n:<40} {seconds_text(v):>9}"
                          + (" noisy" if kind == "noisy" else ""))
         return "\n".join(lines)
@@ -68,13 +85,17 @@ class ProfilePlot(_render.Displayable):
 
     def to_svg(self) -> str:
         esc = _render.esc
-        top = max((abs(v) for _, v, _, _ in self.bars), default=0.0) or 1.0
-        height = _TOP + len(self.bars) * _ROW_H + 10
+        top = max((v for _, v, _, _ in self.bars), default=0.0) or 1.0
+        lines = self.title.split("\n")
+        head = _TOP + 14 * (len(lines) - 1)
+        height = head + len(self.bars) * _ROW_H + 10
         width = _LABEL_W + _BAR_W + 100
-        parts = [f'<text x="4" y="16" font-weight="600">{esc(self.title[:160])}</text>']
+        bold = ' font-weight="600"'
+        parts = [f'<text x="4" y="{16 + 14 * i}"{bold if i == 0 else ""}>'
+                 f"{esc(line[:160])}</text>" for i, line in enumerate(lines)]
         for i, (label, v, kind, tip) in enumerate(self.bars):
-            y = _TOP + i * _ROW_H
-            w = max(1.0, _BAR_W * abs(v) / top)
+            y = head + i * _ROW_H
+            w = max(1.0, _BAR_W * max(0.0, v) / top)
             colour = {"kernel": _BAR, "noisy": _NOISY}.get(kind, _OTHER)
             parts.append(
                 f'<g class="pp-bar pp-{kind}"><title>{esc(tip)}</title>'

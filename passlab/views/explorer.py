@@ -88,9 +88,10 @@ else:
             "pipeline", "edit" or "profile".
         profile : Profile, optional
             The build's `Profile` (`build.profile()`)
-            for the Profile pane and the graph's "time" colour; without one, an Explorer
-            on a Build times it when the pane's Profile button (or `run_profile`)
-            is pressed.
+            for the Profile pane and the graph's "time" colour (a profile of another
+            build is refused: ValueError); without one, an Explorer on a Build shows
+            the build's latest profile while it is alive, or times it when the pane's
+            Profile button (or `run_profile`) is pressed.
         selected : int, optional
             The step (its `Step.index`) to open on; default the failing pass, the
             first user pass or the first pass that changed the module.
@@ -236,12 +237,14 @@ else:
             self._panes = panes.PaneRenderer(trace)
             self._panes.editor = self._session
             self._profiles: dict[int, Any] = {}  # history entry -> its Profile
-            if profile is not None:
-                from passlab.research.profile import Profile
+            if profile is None and self._build is not None:
+                from passlab.research.profile import last_profile
 
-                if not isinstance(profile, Profile):
-                    raise TypeError(f"profile must be a passlab Profile (build.profile()), "
-                                    f"not {type(profile).__name__}")
+                profile = last_profile(self._build)  # profiled before: shown at once
+            if profile is not None:
+                from passlab.research.profile import check_belongs
+
+                check_belongs(profile, trace, "Explorer")  # TypeError / ValueError
                 self._profiles[0] = profile
             self._profile_view = ProfileView(profile, can_run=self._build is not None)
             self._panes.profiler = self._profile_view

@@ -168,15 +168,17 @@ class Profiling(_Shared):
     graph_params: str  # a trait the Explorer declares
 
     # ------------------------------------------------------------- profile
-    def run_profile(self, repeat: int = 10) -> Any:
-        """Time the shown build (`build.profile(repeat=...)`), show it in the
-        Profile pane and offer the graph's "time" colour; returns the Profile.
+    def run_profile(self, repeat: int = 10, budget_s: float = 2.0, **options: Any) -> Any:
+        """Time the shown build (`build.profile(repeat=..., budget_s=...)`: the
+        Profile button's 2 s budget keeps a press short), show it in the Profile pane
+        and offer the graph's "time" colour; returns the Profile. `options` go to
+        `build.profile` (`target`, `alone`, ...).
 
         Examples
         --------
         >>> import passlab
         >>> ex = passlab.Explorer(passlab.build(passlab.models.mlp()), tab="profile")
-        >>> ex.run_profile(repeat=2).entry, ex.has_profile
+        >>> ex.run_profile(repeat=2, budget_s=0).entry, ex.has_profile
         ('forward', True)
         """
         build = self._session.current.build if self._session is not None else None
@@ -184,7 +186,8 @@ class Profiling(_Shared):
             raise TypeError("run_profile() needs the build, and this Explorer was opened "
                             "on a trace: open passlab.Explorer(build), or pass "
                             "passlab.Explorer(trace, profile=build.profile())")
-        self._set_profile(build.profile(repeat=repeat))
+        options.setdefault("progress", False)  # the pane shows the result
+        self._set_profile(build.profile(repeat=repeat, budget_s=budget_s, **options))
         return self._profile_view.profile
 
     def _set_profile(self, profile: Any) -> None:

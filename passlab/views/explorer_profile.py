@@ -40,6 +40,8 @@ SORTS: dict[str, _Column] = {
     "median": _Column("per call", lambda k: k.median_s, True, True),
     "total": _Column("per run", lambda k: k.total_s, True, True),
     "share": _Column("share", lambda k: k.share, True, True),
+    "alone": _Column("alone", lambda k: _opt(k.alone_s), True, True),
+    "ratio": _Column("in place/alone", lambda k: _opt(k.in_place_ratio), True, True),
     "gflops": _Column("GFLOP/s", lambda k: _opt(k.gflops), True, True),
     "gbps": _Column("GB/s", lambda k: _opt(k.gbps), True, True),
     "sources": _Column("sources", lambda k: ", ".join(k.sources), False, False),
@@ -97,24 +99,44 @@ def _header(sort: str) -> str:
                      f'class="plx-profile-sort" data-sort="{_render.esc(nxt)}" '
                      f'title="sort by {_render.esc(col.header)}">'
                      f"{_render.esc(col.header)}{arrow}</button></th>")
-    cells.append("<th>spread</th>")
+    cells.insert(3, '<th class="num" title="the 95% interval of the median per call, as a '
+                    'share of it (the larger side)">+-</th>')
     return "<tr>" + "".join(cells) + "</tr>"
 
 
+def _ci(k: Any) -> str:
+    if k.median_s <= 0 or k.ci_low_s != k.ci_low_s:  # NaN: no interval
+        return ""
+    return f"{max(k.median_s - k.ci_low_s, k.ci_high_s - k.median_s) / k.median_s:.0%}"
+
+
 def _row(k: Any) -> str:
-    cls = ["plx-profile-row"] + (["noisy"] if k.noisy else []) + (["idle"] if not k.calls else [])
-    title = ("not called by this run (the VM runs it as a builtin, or nothing calls it)"
-             if not k.calls else "show this kernel in the fused graph")
-    cells = [(k.kernel, False), (str(k.calls), True), (seconds_text(k.median_s), True),
-             (seconds_text(k.total_s), True), (f"{k.share:.1%}", True), (_num(k.gflops), True),
-             (_num(k.gbps), True), (_short(k.sources), False), (_short(k.passes), False)]
-    tds = "".join(f'<td class="num">{_render.esc(c)}</td>' if num else
-                  f"<td>{_render.esc(c)}</td>" for c, num in cells)
-    spread = f"{k.spread:.0%}" + (" noisy" if k.noisy else "")
-    mark = (f'<td class="plx-profile-noisy" title="spread over the repeats above 20%: '
-            f'time it again">{spread}</td>' if k.noisy else f"<td>{spread}</td>")
+    cls = ["plx-profile-row"] + (["noisy"] if k.noisy else [])
+    title = "show this kernel in the fused graph"
+    alone = "" if k.alone_s is None else seconds_text(k.alone_s)
+    ratio = k.in_place_ratio
+    cells = [(k.kernel, "name", k.kernel), (str(k.calls), "num", ""),
+             (seconds_text(k.median_s), "num", ""), (_ci(k), "ci", ""),
+             (seconds_text(k.total_s), "num", ""), (f"{k.share:.1%}", "num", ""),
+             (alone, "num", ""), (_num(ratio), "num", ""), (_num(k.gflops), "num", ""),
+             (_num(k.gbps), "num", ""), (_short(k.sources), "clip", ", ".join(k.sources)),
+             (_short(k.passes), "clip", ", ".join(k.passes))]
+    tds = []
+    for text, kind, full in cells:
+        hover = f' title="{_render.esc(full)}"' if full else ""
+        if kind == "ci":
+            noisy = k.noisy
+            hover = (' title="the median\'s 95% interval is wider than '
+                     f'+-{k.ci_target:.0%}: time it again on a quiet machine"' if noisy else
+                     f' title="95% interval {_render.esc(seconds_text(k.ci_low_s))}-'
+                     f'{_render.esc(seconds_text(k.ci_high_s))} per call"')
+            tds.append(f'<td class="num{" plx-profile-noisy" if noisy else ""}"{hover}>'
+                       f'{_render.esc(text)}{" noisy" if noisy else ""}</td>')
+            continue
+        cls_ = {"num": "num", "name": "plx-profile-name", "clip": "plx-profile-clip"}[kind]
+        tds.append(f'<td class="{cls_}"{hover}>{_render.esc(text)}</td>')
     return (f'<tr class="{" ".join(cls)}" data-kernel="{_render.esc(k.kernel)}" '
-            f'tabindex="0" title="{title}">{tds}{mark}</tr>')
+            f'tabindex="0" title="{title}">{"".join(tds)}</tr>')
 
 
 def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
@@ -130,8 +152,9 @@ def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
     msg = f'<div class="plx-warn plx-profile-message">{_render.esc(message)}</div>' \
         if message else ""
     if profile is None:
-        what = ("Press Profile to time this build: the entry function end to end and each "
-                "kernel alone on its arguments (build.profile(), a few seconds)."
+        what = ("Press Profile to time this build: each kernel where it runs in the real "
+                "run, the run end to end, and each kernel alone on copies of its arguments "
+                "(build.profile(), a few seconds)."
                 if can_run else
                 "This Explorer holds a trace, not a build, so it cannot time anything: open "
                 "passlab.Explorer(build) and press Profile, or pass "
@@ -146,14 +169,20 @@ def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,
            "Click a header to sort, a row to see its kernel in the fused graph (the "
            "last pass's graph, the kernel panel open).")
     notes = (how
-             + (f" {noisy} noisy row{'s' if noisy != 1 else ''} (spread over the repeats "
-                "above 20%) marked." if noisy else ""))
+             + (f" {noisy} noisy row{'s' if noisy != 1 else ''} (the median's 95% interval "
+                f"wider than +-{profile.ci_target:.0%}) marked." if noisy else ""))
+    details = profile.summary()[len(profile.sentence()):].strip()
+    idle = ""
+    if profile.not_called:
+        idle = (f'<div class="plx-note plx-profile-idle">In the library, not called by this '
+                f'run: {_render.esc(", ".join(profile.not_called))}</div>')
     return (f'<div class="plx-profile">{msg}<div class="plx-profile-head">'
-            f'<div class="plx-profile-summary">{_render.esc(profile.summary())}</div>{run}'
-            f'</div><div class="plx-note">{_render.esc(notes)}</div>'
+            f'<div class="plx-profile-summary">{_render.esc(profile.sentence())}</div>{run}'
+            f'</div><div class="plx-note plx-profile-details">{_render.esc(details)}</div>'
+            f'<div class="plx-note">{_render.esc(notes)}</div>'
             f"<style>{_render.CSS}</style>"
             f'<div class="plx-profile-scroll"><table class="passlab-table plx-profile-table">'
-            f"<thead>{_header(sort)}</thead><tbody>{rows}</tbody></table></div></div>")
+            f"<thead>{_header(sort)}</thead><tbody>{rows}</tbody></table></div>{idle}</div>")
 
 
 def time_legend(ov: Any) -> str:

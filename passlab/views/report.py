@@ -73,8 +73,9 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
         summary rows for inner steps) and every main-chain pass past
         `REPORT_PASSES`. The page says what a report without it left out.
     profile
-        A `passlab.research.profile.Profile` of the build (`build.profile()`):
-        adds a "Run time" section (kernel times, overhead, time per source operator).
+        A `passlab.research.profile.Profile` of the build `trace` comes from
+        (`build.profile()`): adds a "Run time" section (kernel times, overhead, time per
+        source operator). A profile of another build is refused (ValueError).
 
     Returns
     -------
@@ -101,6 +102,10 @@ def render_report(trace: Trace, *, title: str | None = None,
                   max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
                   profile: Any = None) -> str:
     """The report of `trace` as one HTML document (see `write_report`)."""
+    if profile is not None:  # a profile of another build would be joined by kernel name
+        from passlab.research.profile import check_belongs
+
+        check_belongs(profile, trace, "write_report")
     with no_cycle_collection():
         return _render_report(trace, title, max_functions, full, profile)
 

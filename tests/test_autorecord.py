@@ -107,11 +107,11 @@ def test_a_recorder_failure_is_a_warning_not_a_crash(tmp_path):
 
 def test_passlab_builds_are_not_recorded_twice(tmp_path):
     """passlab.build records already: its relax.build is not written again."""
-    from passlab.autorecord import Session
-    from passlab._tvm.entry_points import _wrap_in
-
     import tvm
     import tvm.relax.vm_build as vm_build
+
+    from passlab._tvm.entry_points import _wrap_in
+    from passlab.autorecord import Session
 
     session = Session(tmp_path / "t")
     original = vm_build.build

@@ -3,8 +3,8 @@
 Every built-in model (mlp, resnet, transformer, transformer-dynamic, mobilenet) is built
 with the default pipeline and the unfused "build" variant (10 jobs), recorded and run on
 seeded inputs, first with ``workers=1``, then with ``workers=2`` (alternating, ``--repeat``
-times). Each sweep starts its own pool, so the seconds include starting the build
-processes (importing TVM once per worker). No ``out=``: no report is written, the figure
+times). Each sweep starts its own worker processes, so the seconds include starting them
+and their build processes (importing TVM once per worker). No ``out=``: no report is written, the figure
 is about builds. Both give the same table (checked on the stable columns).
 
     .venv/bin/python benchmarks/bench_sweep.py [--repeat 1] [--model mlp --model resnet ...]
@@ -38,7 +38,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for workers in (1, 2):
             start = time.perf_counter()
-            result = passlab.sweep(models, pipelines, workers=workers)
+            result = passlab.sweep(models, pipelines, workers=workers, progress=False)
             seconds[workers].append(time.perf_counter() - start)
             tables[workers] = result.to_dataframe()[STABLE]
             print(f"workers={workers}: {seconds[workers][-1]:.1f} s "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from passlab import models
-from passlab.errors import CliError, DeviceUnavailableError
+from passlab.errors import CliError, DeviceUnavailableError, WorkerError
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -255,15 +255,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise CliError(f"two --pipeline options are named {name!r}; give each pipeline "
                            f"its own name ({_SWEEP_FORM})")
         pipes[name] = pipe
-
-    def show(row: Any, done: int, total: int) -> None:
-        took = "" if row.build_s is None else f" in {row.build_s:.1f} s"
-        err = "" if row.status == "ok" else f": {row.error[:100]}"
-        print(f"[{done}/{total}] {row.model} / {row.pipeline}: {row.status}{took}{err}",
-              flush=True)
-
-    result = sweep(args.models, pipes, workers=args.workers, out=args.output,
-                   timeout=args.timeout, progress=show, trust=args.trust)
+    try:  # a bar on a terminal (jobs done, failures, time left); PASSLAB_PROGRESS=0/1
+        result = sweep(args.models, pipes, workers=args.workers, out=args.output,
+                       timeout=args.timeout, progress=None, trust=args.trust)
+    except (KeyboardInterrupt, WorkerError) as exc:
+        return _stopped(exc)
     print(result.to_text())
     index = result.to_html(Path(args.output) / "index.html")
     print(f"wrote {index} (every job's report and trace are linked from it)")
@@ -379,10 +375,27 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
 
     pipe = _profile_pipeline(args.pipeline, args.target)
     inputs = _input_arrays(args.inputs) if args.inputs else args.seed
-    result = attribute(args.model, pipe, passes=args.passes, inputs=inputs,
-                       repeat=args.repeat, workers=args.workers, progress=True)
+    try:  # a bar on a terminal (jobs done, failures, time left); PASSLAB_PROGRESS=0/1
+        result = attribute(args.model, pipe, passes=args.passes, inputs=inputs,
+                           repeat=args.repeat, workers=args.workers, progress=None)
+    except (KeyboardInterrupt, WorkerError) as exc:
+        return _stopped(exc)
     print(result.to_text())
     return 0 if result.status == "ok" else 1
+
+
+def _stopped(exc: BaseException) -> int:
+    """A sweep or an attribution that stopped early: the rows that finished, then why
+    (exit status 130 for Ctrl-C, 1 when the workers died)."""
+    partial = getattr(exc, "partial", None)
+    if partial is not None:
+        print(partial.to_text())
+    if isinstance(exc, KeyboardInterrupt):
+        print("passlab: interrupted; the rows above are the jobs that had finished",
+              file=sys.stderr)
+        return 130
+    print(f"passlab: error: {exc}", file=sys.stderr)
+    return 1
 
 
 _BUDGET_HELP = ("seconds of measuring after which no more runs are added while a median's "
@@ -531,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"built-in models ({', '.join(models.NAMES)}) or .onnx/.pt2/.py files")
     s.add_argument("--pipeline", action="append", metavar="NAME=SPEC",
                    help=f"a pipeline: {_SWEEP_FORM} (repeatable; default: default)")
-    s.add_argument("--workers", type=int, default=None,
+    s.add_argument("--workers", type=_positive, default=None,
                    help="worker processes (default: the CPU count)")
     s.add_argument("--timeout", type=_seconds, default=None,
                    help="seconds one job may take (a positive number)")

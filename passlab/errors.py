@@ -17,6 +17,7 @@ __all__ = [
     "ModelFormatError", "UntrustedModelError", "MissingImporterError", "CliError",
     "PartitionWarning",
     "SweepError", "DeviceUnavailableError",
+    "WorkerError", "UnsafePathError",
     "close_matches", "unknown", "error_class", "first_line", "message_of",
 ]
 
@@ -174,6 +175,17 @@ class SweepError(ValueError):
     """A sweep that cannot start: a pass, check or model that cannot travel to a worker
     process (defined in a notebook cell or `__main__`, a lambda, a local function), or
     a malformed argument. Says which one and what would work."""
+
+
+class WorkerError(SweepError):
+    """The worker processes of a sweep or an attribution could not start, or all died:
+    names the cause and the way out. `.partial` (and `.sweep` or `.attribution`)
+    holds every row that had finished."""
+
+
+class UnsafePathError(OSError):
+    """A path where passlab would write or read a result is a symbolic link (or not a
+    plain file or folder): passlab never writes through links. Names the path."""
 
 
 # ---------------------------------------------------------------------- warnings

@@ -10,6 +10,8 @@ from __future__ import annotations
 SERIAL: dict[str, str] = {
     "tests/test_sweep.py::test_ctrl_c_stops_a_hanging_sweep_and_keeps_the_finished_rows":
         "a real SIGINT to this process; the interrupt must land within 10 s",
+    "tests/test_attribute.py::test_ctrl_c_keeps_the_finished_rows":
+        "a real SIGINT to this process; the interrupt must land within 10 s",
     "tests/test_sweep.py::test_ctrl_c_given_to_another_thread_still_stops_the_wait":
         "blocks SIGINT in the main thread; a 2 s limit",
     "tests/test_explorer.py::test_opens_fast_on_the_largest_model": "a 1 s limit",

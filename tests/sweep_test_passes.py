@@ -64,3 +64,48 @@ def hangs(mod):
     _note_pid()
     time.sleep(600)
     return mod
+
+
+def segfaults(mod):
+    """Builds fine, but kernel ``transpose`` raises SIGSEGV in its process when it runs
+    (a call to libc's ``raise(11)`` at the top of its root block)."""
+    import tvm
+    from tvm import tirx
+    from tvm.s_tir import stmt as sst
+
+    found = [gv for gv in mod.get_global_vars() if gv.name_hint == "transpose"]
+    if not found:
+        return mod
+    func = mod[found[0]]
+    realize = func.body
+    root = realize.block
+    crash = tirx.Evaluate(tirx.call_extern("int32", "raise", tirx.const(int(signal.SIGSEGV),
+                                                                       "int32")))
+    block = sst.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint,
+                       tirx.SeqStmt([crash, root.body]), root.init, root.alloc_buffers,
+                       root.match_buffers, root.annotations)
+    new = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs,
+                       global_infos=mod.global_infos)
+    new[found[0]] = func.with_body(sst.SBlockRealize(realize.iter_values, realize.predicate,
+                                                     block))
+    return new
+
+
+def crashes_once(mod):
+    """Kills its build process the first time it runs (as the OOM killer or a ``kill``
+    from outside would), then never again: $PASSLAB_TEST_ONCE is the marker file."""
+    marker = os.environ["PASSLAB_TEST_ONCE"]
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return mod
+    os.kill(os.getpid(), signal.SIGKILL)
+    return mod
+
+
+def hangs_unfused(mod):
+    """Hangs (noting its pid) when the module holds no fused function, i.e. when
+    FuseOps, before it, was disabled; changes nothing otherwise."""
+    if any(gv.name_hint.startswith("fused_") for gv in mod.get_global_vars()):
+        return mod
+    return hangs(mod)

@@ -102,16 +102,19 @@ def test_attribute_bad_input():
 
 
 @pytest.mark.slow
-def test_cli_attribute_prints_the_pass_table(capsys):
+def test_cli_attribute_prints_the_pass_table(capsys, monkeypatch):
     from passlab.cli import main
 
+    monkeypatch.setenv("PASSLAB_PROGRESS", "1")  # the bar, though stderr is no terminal
     assert main(["attribute", "mlp", "--passes", "FuseOps", "--workers", "1",
                  "--repeat", "1"]) == 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0].startswith("mlp on llvm: ") and "1 passes disabled" in lines[0]
     assert lines[3].split()[:2] == ["FuseOps", "ok"] and "4 -> 7" in lines[3]
-    assert "[2/2] mlp" in captured.err
+    bar = captured.err.split("\r")[-1]
+    assert bar.startswith("attribute: 100%|") and "| 2/2 [" in bar
+    assert bar.rstrip().endswith(", without FuseOps: ok]")
 
 
 @pytest.mark.slow
@@ -160,3 +163,131 @@ def test_prefix_reuse_gives_the_same_rows():
     assert rows(reused)["FuseOps"][:4] == ("ok", 0.0, 4, 7)
     assert rows(reused)["LegalizeOps"][0] == "build fails"
     assert rows(reused)["identity"][:5] == ("ok", 0.0, 4, 4, True)
+
+
+# ------------------------------------------- the job engine sweep shares (issue 35)
+@pytest.mark.parametrize(("argument", "value", "message"), [
+    ("timeout", -5, "timeout is the seconds one job may take: a positive number"),
+    ("timeout", 0, "timeout is the seconds one job may take: a positive number"),
+    ("timeout", float("nan"), "timeout is the seconds one job may take: a positive number"),
+    ("timeout", float("inf"), "timeout is the seconds one job may take: a positive number"),
+    ("timeout", "5", "timeout is the seconds one job may take: a positive number"),
+    ("workers", 0, r"workers is how many worker processes to start: an int >= 1"),
+    ("workers", -1, r"workers is how many worker processes to start: an int >= 1"),
+    ("workers", 1.5, r"workers is how many worker processes to start: an int >= 1"),
+    ("workers", True, r"workers is how many worker processes to start: an int >= 1"),
+    ("executor", "dask", "executor is a concurrent.futures.Executor"),
+    ("progress", "yes", "progress is None .a bar in Jupyter or on a terminal., True"),
+    ("inputs", -1, r"inputs as a seed is an int >= 0, not -1"),
+    ("inputs", 1.5, "inputs is None .seeded random inputs., a seed"),
+    ("inputs", "x.npy", "inputs is None .seeded random inputs., a seed"),
+    ("reuse_prefix", "no", "reuse_prefix is True or False, not 'no'"),
+])
+def test_attribute_refuses_what_sweep_refuses_before_any_work(argument, value, message,
+                                                              monkeypatch):
+    """Before: timeout=-5, 0 and nan made every job "time out after -5 s"; inf crashed
+    every job with an OverflowError; workers=0 and -1 were accepted."""
+    from passlab.research import _jobs
+
+    def started(*_a, **_k):
+        raise AssertionError("a worker process was started")
+
+    monkeypatch.setattr(_jobs, "_Worker", started)
+    with pytest.raises(SweepError, match=message):
+        passlab.attribute("mlp", passes=["FuseOps"], **{argument: value})
+    if argument in ("timeout", "workers"):  # the same words from sweep
+        with pytest.raises(SweepError, match=message):
+            passlab.sweep(["mlp"], {"default": "fused"}, **{argument: value})
+
+
+@pytest.mark.slow
+def test_a_full_pipeline_that_times_out_stops_the_variants():
+    """Before: with a hanging pass and timeout=40 every variant ran to its own timeout
+    after the full pipeline's had (130.6 s for 4 variants). Each variant needs the full
+    pipeline's build: the ones running are stopped, the rest never start (one worker
+    here: a variant started beside the full pipeline may time out with it, a row)."""
+    import time
+
+    from sweep_test_passes import hangs
+
+    pipe = passlab.Pipeline.default("llvm").insert(hangs, after="legalize")
+    start = time.monotonic()
+    a = passlab.attribute("mlp", pipe, passes=["FuseOps", "FoldConstant", "LegalizeOps"],
+                          timeout=10, workers=1, progress=False)
+    took = time.monotonic() - start
+    assert (a.status, a.error, len(a), a.not_run) == (
+        "timeout", "timed out after 10 s while running pass 'hangs'", 0,
+        ("FuseOps", "FoldConstant", "LegalizeOps"))
+    assert a.summary() == (
+        "mlp on llvm: the full pipeline's job timed out: timed out after 10 s while running "
+        "pass 'hangs'; nothing to attribute; 3 not run (FuseOps, FoldConstant, LegalizeOps)")
+    assert took < 40, f"{took:.0f} s: the variants ran to their own timeouts"
+
+
+@pytest.mark.slow
+def test_a_crash_of_the_full_pipelines_job_keeps_the_other_rows(tmp_path, monkeypatch):
+    """Before: the crash of the full pipeline's job (its build process killed from
+    outside) discarded every finished row: status "crashed", 0 rows. Each variant is
+    timed against its own build of the full pipeline, so its row stands."""
+    from sweep_test_passes import crashes_once
+
+    monkeypatch.setenv("PASSLAB_TEST_ONCE", str(tmp_path / "once"))
+    pipe = passlab.Pipeline.default("llvm").insert(crashes_once, after="legalize")
+    a = passlab.attribute("mlp", pipe, passes=["FuseOps"], repeat=1, workers=1,
+                          progress=False)
+    assert (a.status, a.error, a.run_s, a.kernels) == (
+        "crashed", "the build process was killed by signal SIGKILL while running pass "
+                   "'crashes_once'", None, None)
+    row = a["FuseOps"]
+    assert (row.status, row.paired, row.kernels_without, row.max_abs_diff) == (
+        "ok", True, 7, None)
+    assert row.run_s > 0 and row.run_s_without > 0
+    assert row.delta_s == pytest.approx(row.run_s - row.run_s_without)
+    assert row.error == "outputs not compared: the full pipeline's own job crashed"
+    assert a.summary().startswith(
+        "mlp on llvm: the full pipeline's job crashed: the build process was killed by "
+        "signal SIGKILL while running pass 'crashes_once'; 1 passes disabled one at a time "
+        "(1 ok), each timed against its own build of the full pipeline, ")
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_finished_rows(tmp_path, monkeypatch):
+    """Before: the KeyboardInterrupt carried nothing (`vars(e) == {}`) although two jobs
+    had finished."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from sweep_test_passes import hangs_unfused
+    from test_sweep import gone_within
+
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("PASSLAB_TEST_PIDFILE", str(pids))
+    pipe = passlab.Pipeline.default("llvm").insert(hangs_unfused, after="FuseOps")
+    sent = []
+
+    def interrupt_when_hanging():
+        end = time.monotonic() + 300
+        while not pids.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=interrupt_when_hanging, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            passlab.attribute("mlp", pipe, passes=["FoldConstant", "FuseOps"], repeat=1,
+                              workers=1, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - sent[0] < 10
+    partial = info.value.attribution
+    assert info.value.partial is partial
+    assert (partial.status, partial.not_run, [(r.pass_, r.status) for r in partial]) == (
+        "ok", ("FuseOps",), [("FoldConstant", "ok")])
+    assert partial.run_s > 0 and partial.kernels == 4
+    [pid] = [int(p) for p in pids.read_text().split()]
+    assert gone_within(pid, 5)  # the hanging build process was killed

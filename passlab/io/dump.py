@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from passlab.io._files import write_new as _write_new
 from passlab.io.reproducer import unsafe_string
 from passlab.recording.trace import Trace
 
@@ -165,11 +166,3 @@ def _write_module(path: Path, mod: Any, header: str) -> str:
                 + "\n".join(f"# {_one_line(line)}" for line in body.splitlines()))
     _write_new(path, f"{header}\n\n{body}\n")
     return path.name
-
-
-def _write_new(path: Path, text: str) -> None:
-    """Create `path` and write `text`: never an existing file, never through a link."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o666)
-    with open(fd, "w", encoding="utf-8") as f:
-        f.write(text)

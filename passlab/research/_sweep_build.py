@@ -1,31 +1,34 @@
 """The build server of a sweep: a child process that builds one job after another.
 
-`serve` is the child's main loop (started by `passlab.research._sweep_jobs`):
+`serve` is the child's main loop (started by `passlab.research._supervise`):
 it imports TVM once, says "ready", then for each job received builds the model with
 recording, runs it on the job's seeded inputs, measures the trace, keeps the trace file
-and the report in the job's folder and sends the row back. While a job builds it sends
-the name of each pass it enters, so that the supervisor can say which pass was running
-when the process died or ran out of time.
+and the report in the job's folder and sends the row back. As it goes it says what it
+is doing: the name of each pass it enters, then "run" and the name of each VM call
+before it runs (a kernel that crashes is named), "profile" and "save", so that the
+supervisor can say where the process died or ran out of time. The job's files are
+written through `passlab.io._files.Folder`: never through a link planted in `out/`.
 """
 
 from __future__ import annotations
 
 import gc
-import os
+import io
 import signal
-import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from passlab import _tvm
 from passlab.errors import BuildError, first_line
+from passlab.io._files import Folder
 from passlab.research._profile_jobs import KEPT, baseline, profile_summary
+from passlab.research._supervise import die_with
 from passlab.research._sweep_jobs import (
     check_from_recipe,
     empty_row,
+    job_place,
     model_from_spec,
     pipeline_from_recipe,
 )
@@ -33,30 +36,9 @@ from passlab.research._sweep_jobs import (
 #: Seconds past a job's timeout after which the build server stops itself: the
 #: supervisor kills it at the timeout; this holds when the supervisor cannot.
 GRACE_S = 5.0
-_PR_SET_PDEATHSIG = 1
 
-
-def die_with(parent: int) -> None:
-    """End this process when `parent` (the worker that started it) ends, whatever the
-    worker does: the kernel's parent-death signal on Linux (SIGKILL, delivered even while
-    a C++ pass holds the GIL), and a watchdog thread everywhere."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the sweep
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the watchdog alone
-        pass
-    if os.getppid() != parent:  # the worker died before the signal was armed
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="passlab-parent-watchdog", daemon=True).start()
+#: What a job's messages say it is doing (see `passlab.research._supervise`).
+Note = Callable[[str, Any], None]
 
 
 def _alarm(seconds: float | None) -> None:
@@ -82,7 +64,7 @@ def serve(fd_in: int, fd_out: int, parent: int | None = None) -> None:
             return
         timeout = job.get("timeout")
         _alarm(None if timeout is None else timeout + GRACE_S)
-        row = build_job(job, lambda name, _count: up.send(("pass", name)))
+        row = build_job(job, lambda kind, value: up.send((kind, value)))
         _alarm(None)
         up.send(("done", row))
         gc.collect()  # a job's modules and executable go now, not in the middle of the next
@@ -128,10 +110,17 @@ def flatten(result: Any) -> list[Any]:
     return [np.asarray(result)]
 
 
-def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None = None
-              ) -> dict[str, Any]:
-    """Build, run and measure one job here; a row dict with `outputs`."""
+def build_job(job: dict[str, Any], note: Note | None = None) -> dict[str, Any]:
+    """Build, run and measure one job here; a row dict with `outputs`. `note(kind,
+    value)` hears what it is doing: ("pass", name) for each pass entered, ("phase",
+    "run" / "profile" / "save") and ("kernel", symbol) before each VM call of the run."""
     from passlab.recording.build import build
+
+    def say(kind: str, value: Any) -> None:
+        if note is not None:
+            note(kind, value)
+
+    progress = None if note is None else (lambda name, _count: note("pass", name))
 
     row = empty_row(job["model"], job["pipeline"]) | dict(outputs=None)
     start = time.perf_counter()
@@ -145,7 +134,7 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
     built = None
     start = time.perf_counter()
     try:
-        built = _variant(job, pipe, progress)
+        built = _variant(job, pipe, progress, say)
         if built is None:
             built = build(mod, pipe, checks=checks, progress=progress or False,
                           reuse=KEPT.reusable(job))  # attribute(): kernels of its variants
@@ -158,22 +147,50 @@ def build_job(job: dict[str, Any], progress: Callable[[str, int], None] | None =
     row.update(measures(trace, built is not None))
     if job.get("reuse") is not None:
         row["kernels_reused"] = bool(getattr(trace, "kernels_reused", False))
+    if job["folder"] is not None:  # before running: a crash while running keeps them
+        say("phase", "save")
+        _keep(job, trace, row)
+    # what a crash or a timeout from here on keeps: the build's figures and files
+    say("built", {k: v for k, v in row.items() if k != "outputs"})
     if built is not None:
         seed, arrays = job["inputs"]
+        say("phase", "run")
+        watched = False
         try:
+            watched = _say_calls(built, note)
             row["outputs"] = flatten(built.run(*(arrays or ()), seed=seed))
         except Exception as exc:  # noqa: BLE001 - the model built but does not run
             row.update(status="failed", error=f"run: {type(exc).__name__}: {first_line(exc)}")
+        finally:
+            if watched:
+                built.vm.set_instrument(None)
     if job.get("profile") is not None and row["status"] == "ok":  # attribute(), sweep(profile=)
+        say("phase", "profile")
         row["profile"] = profile_summary(built, job)
         row["run_s"] = row["profile"].get("run_s")
-    if job["folder"] is not None:
-        _keep(Path(job["folder"]), trace, row)
+    if job["folder"] is not None and row["outputs"] is not None:
+        say("phase", "save")
+        _keep_outputs(job, row)
     return row
 
 
-def _variant(job: dict[str, Any], pipe: Any,
-             progress: Callable[[str, int], None] | None) -> Any:
+def _say_calls(built: Any, note: Note | None) -> bool:
+    """Say each VM call of the next run before it happens, so that a kernel that kills
+    the process is named (one message per call: a run, not a timing loop)."""
+    if note is None:
+        return False
+
+    def instrument(_func: Any, symbol: Any, before: bool, _ret: Any, *_args: Any) -> int:
+        if before:
+            note("kernel", str(symbol))
+        return 0  # VMInstrumentReturnKind.NO_OP
+
+    built.vm.set_instrument(instrument)
+    return True
+
+
+def _variant(job: dict[str, Any], pipe: Any, progress: Callable[[str, int], None] | None,
+             say: Note) -> Any:
     """An attribution's variant re-run from its full pipeline's build (`rerun`: the
     recorded prefix up to the disabled pass is reused, not built again), or None for a
     job that is no such variant (`job["prefix"]` false, or a sweep's job)."""
@@ -181,19 +198,34 @@ def _variant(job: dict[str, Any], pipe: Any,
         return None
     from passlab.research.rerun import rerun
 
+    say("phase", "full")  # until its own first pass: the full pipeline's build, if not kept
     return rerun(baseline(job), pipe, reuse=KEPT.reusable(job), progress=progress or False)
 
 
-def _keep(folder: Path, trace: Any, row: dict[str, Any]) -> None:
-    """The trace file, the report and the outputs in the job's folder."""
+def _keep(job: dict[str, Any], trace: Any, row: dict[str, Any]) -> None:
+    """The trace file and the report in the job's folder, each written beside its final
+    name and renamed over it; a link at either (or on the way to the folder) is refused
+    and the row says which."""
+    try:
+        with Folder(*job_place(job), create=True) as folder:
+            row["trace"] = str(folder.produce("trace.zip", trace.save))
+            row["report"] = str(folder.produce("report.html", trace.write_report))
+    except Exception as exc:  # noqa: BLE001 - the row stands without its files
+        _note(row, f"files not kept: {type(exc).__name__}: {first_line(exc, 1000)}")
+
+
+def _keep_outputs(job: dict[str, Any], row: dict[str, Any]) -> None:
+    """The outputs in the job's folder (`outputs.npz`, as `_keep` writes)."""
     import numpy as np
 
-    folder.mkdir(parents=True, exist_ok=True)
+    data = io.BytesIO()
+    np.savez(data, *row["outputs"])
     try:
-        row["trace"] = str(trace.save(folder / "trace.zip"))
-        row["report"] = str(trace.write_report(folder / "report.html"))
-    except Exception as exc:  # noqa: BLE001 - the row stands without its files
-        note = f"trace/report not written: {type(exc).__name__}: {first_line(exc)}"
-        row["error"] = f"{row['error']}; {note}" if row["error"] else note
-    if row["outputs"] is not None:
-        np.savez(folder / "outputs.npz", *row["outputs"])
+        with Folder(*job_place(job), create=True) as folder:
+            folder.write("outputs.npz", data.getvalue())
+    except Exception as exc:  # noqa: BLE001 - the row stands; a rerun builds it again
+        _note(row, f"outputs not kept: {type(exc).__name__}: {first_line(exc, 1000)}")
+
+
+def _note(row: dict[str, Any], note: str) -> None:
+    row["error"] = f"{row['error']}; {note}" if row["error"] else note

@@ -1,20 +1,14 @@
-"""Sweep jobs as plain data, and what runs them on a worker.
+"""Sweep jobs as plain data.
 
 A job is a dict of plain values (strings, numbers, lists, numpy arrays) so that any
-`concurrent.futures.Executor` can carry it: a local process pool, Dask's
+`concurrent.futures.Executor` can carry it: passlab's own worker processes, Dask's
 `Client.get_executor()`, Ray's executor. Pipelines travel as recipes: TVM's own passes
 by their place in `Pipeline.default(target, variant)`, user passes by import path (with
 the `sys.path` folder they were imported from), user TVM passes by name.
 
-`run_job` is what an executor calls. It does not build in its own process: it hands
-the job to a *build server*, a child Python process it starts once and reuses (importing
-TVM costs seconds), and watches it. A job that kills that process (a segfault in TVM,
-`os._exit` in a user pass) becomes a "crashed" row and one that overruns its timeout a
-"timeout" row; the next job starts a fresh server. The executor's worker never dies, so
-neither does the sweep. The server never outlives its worker: it asks the kernel for
-SIGKILL when its parent dies (`PR_SET_PDEATHSIG`), watches its parent from a thread where
-that is missing, and stops itself `GRACE_S` seconds
-after a job's timeout. Building is done by `passlab.research._sweep_build`.
+What runs a job is `passlab.research._supervise.run_job` (on a worker: it watches a
+build process) and `passlab.research._sweep_build` (the build process itself); the
+engine that hands jobs to workers is `passlab.research._jobs`.
 """
 
 from __future__ import annotations
@@ -22,13 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import threading
-import time
 from collections import Counter
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +30,9 @@ from passlab.pipeline import PassEntry, Pipeline, Stage
 COLUMNS = ("model", "pipeline", "status", "error", "build_s", "passes", "kernels",
            "peak_bytes", "peak_bytes_unplanned", "max_abs_diff", "trace", "report",
            "run_s", "run_s_vs_default")
+
+#: The files a job leaves in its folder besides its record (`job.json`).
+FILES = ("trace.zip", "report.html", "outputs.npz")
 
 _MOVE_IT = ("define it at the top level of a module (a .py file next to your notebook, "
             "e.g. my_passes.py) and import it from there: worker processes import passes "
@@ -276,106 +268,10 @@ def job_key(job: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-# --------------------------------------------------------------------- supervisor
-_SERVE = ("import sys; from passlab.research._sweep_build import serve; "
-          "serve(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))")
-
-
-def ignore_interrupts() -> None:
-    """A local pool worker's initializer: Ctrl-C is the sweep's own process's to handle
-    (it kills the workers, and their build processes die with them)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-class _Server:
-    """One build server (a child Python process) and the two pipes to it."""
-
-    def __init__(self) -> None:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        env = dict(os.environ)
-        # the child finds what this process finds (passlab from a source tree, test folders)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        # The sweep is parallel across jobs; TVM's runtime pool (spinning threads, one per
-        # core) in every build process would fight over the same cores.
-        env.setdefault("TVM_NUM_THREADS", "1")
-        # The server dies with this process (PR_SET_PDEATHSIG and a watchdog, see
-        # _sweep_build.serve) and stops itself a little after a job's timeout; its own
-        # session keeps a terminal's Ctrl-C to the sweep, which decides.
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVE, str(down_r), str(up_w), str(os.getpid())],
-            pass_fds=(down_r, up_w), env=env, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-        os.close(down_r)
-        os.close(up_w)
-        self.down = Connection(down_w, readable=False)
-        self.up = Connection(up_r, writable=False)
-        self.ready = False
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.down.close()
-        self.up.close()
-
-    def died(self) -> str:
-        code = self.proc.wait()
-        if code < 0:
-            try:
-                return f"was killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                return f"was killed by signal {-code}"
-        return f"exited with status {code}"
-
-
-_LOCAL = threading.local()  # one build server per executor thread, reused across jobs
-
-
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job in this thread's build server; always returns a row (as a dict, with
-    `outputs`: the flattened results, or None)."""
-    server = getattr(_LOCAL, "server", None)
-    if server is None or server.proc.poll() is not None:
-        server = _LOCAL.server = _Server()
-    row = empty_row(job["model"], job["pipeline"])
-    if not server.ready:
-        try:
-            server.up.recv()  # ("ready",): TVM is imported, the clock may start
-            server.ready = True
-        except EOFError:
-            _LOCAL.server = None
-            server.kill()
-            return row | dict(status="crashed", outputs=None,
-                              error=f"the build process could not start ({server.died()})")
-    server.down.send(job)
-    deadline = None if job["timeout"] is None else time.monotonic() + job["timeout"]
-    running = "(none yet)"
-    start = time.perf_counter()
-    while True:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not server.up.poll(left):
-            _LOCAL.server = None
-            server.kill()
-            return row | dict(status="timeout", build_s=time.perf_counter() - start,
-                              outputs=None, error=f"timed out after {job['timeout']:g} s "
-                                                  f"while running pass {running!r}")
-        try:
-            kind, value = server.up.recv()
-        except EOFError:
-            _LOCAL.server = None
-            why = server.died()
-            server.kill()
-            if server.proc.returncode == -signal.SIGALRM and job["timeout"] is not None:
-                # the server's own backstop (see _sweep_build.GRACE_S) ended it
-                return row | dict(status="timeout", build_s=time.perf_counter() - start,
-                                  outputs=None, error=f"timed out after {job['timeout']:g} s "
-                                                      f"while running pass {running!r}")
-            return row | dict(status="crashed", build_s=time.perf_counter() - start,
-                              outputs=None, error=f"the build process {why} while running "
-                                                  f"pass {running!r}")
-        if kind == "pass":
-            running = value
-        else:
-            return value
+def job_place(job: dict[str, Any]) -> tuple[Path, list[str]]:
+    """Where a job's files go: the sweep's `out` folder (the user's choice, trusted as
+    given) and the folder names below it (each checked: never a link)."""
+    if job.get("out") is not None:
+        return Path(job["out"]), list(job["parts"])
+    folder = Path(job["folder"])
+    return folder.parent, [folder.name]

@@ -4,9 +4,14 @@
 its main chain (or the passes named) with that pass disabled, checks every variant's
 outputs against the full pipeline's on the same seeded inputs, profiles each one
 (`passlab.research.profile`) and tabulates what each pass costs or saves. The
-builds are sweep jobs (`passlab.research.sweep`): they run in worker processes, on
-the local pool or any `concurrent.futures.Executor` (Dask's `client.get_executor()`),
-and a variant that fails to build, crashes or runs out of time is a row, not the end.
+builds are sweep jobs run by the job engine `sweep` uses (`passlab.research._jobs`):
+the same argument checks, worker processes (passlab's own, or any
+`concurrent.futures.Executor` such as Dask's `client.get_executor()`) and interrupt
+contract; a variant that fails to build, crashes or runs out of time is a row, not the
+end, and so is a crash of the full pipeline's own job (each variant is timed against
+its own build of the full pipeline). When the full pipeline cannot be built in time, or
+at all, the variants still running are stopped and the rest not started: each would
+build it again and fail the same way.
 A build process keeps the full pipeline's build: each variant is re-run from it
 (`passlab.research.rerun`: the recorded module before the disabled pass is where
 it resumes), and a variant whose Relax pipeline ends in kernels already compiled there
@@ -15,7 +20,6 @@ skips TIR lowering and codegen.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -24,12 +28,20 @@ from typing import Any
 from passlab import _render
 from passlab._render import Displayable
 from passlab._sequence import NamedSequence
-from passlab.errors import SweepError, unknown
+from passlab.errors import SweepError, WorkerError, unknown
 from passlab.pipeline import Pipeline
 from passlab.recording.build import max_abs_diff
+from passlab.research._jobs import (
+    check_executor,
+    check_progress,
+    check_timeout,
+    check_workers,
+    job_bar,
+    job_inputs,
+    run_jobs,
+)
 from passlab.research._profile_plot import seconds_text
 from passlab.research._sweep_jobs import job_key, model_spec, pipeline_recipe
-from passlab.research.sweep import _inputs, _run
 
 __all__ = ["attribute", "Attribution", "PassEffect", "COLUMNS", "STATUSES"]
 
@@ -45,6 +57,14 @@ STATUSES = ("ok", "outputs differ", "build fails", "run fails", "timeout", "cras
 RTOL, ATOL = 1e-4, 1e-5
 
 _FULL = "(full pipeline)"
+
+#: The full pipeline's own job ended so: how the summary says it.
+_VERB = {"timeout": "timed out", "build fails": "failed to build", "run fails": "failed to run",
+         "crashed": "crashed", "interrupted": "did not finish (interrupted)"}
+
+#: When the full pipeline's own job ends so, the variants are stopped: each needs that
+#: build (to be re-run from it and timed against it) and would fail the same way.
+_STOPS = ("timeout", "build fails", "run fails")
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,9 @@ class PassEffect:
 class Attribution(NamedSequence[PassEffect], Displayable):
     """The effect of each pass on run time (see `attribute`): rows that built and
     ran first, largest `|delta_s|` first, then the failures; indexed by position or
-    pass name. `run_s` and `kernels` are the full pipeline's."""
+    pass name. `run_s` and `kernels` are the full pipeline's; `status` and `error`
+    those of its own job ("interrupted" when it had not finished); `not_run` the passes
+    whose variant did not finish (stopped or interrupted)."""
 
     rows: tuple[PassEffect, ...]
     model: str
@@ -93,6 +115,7 @@ class Attribution(NamedSequence[PassEffect], Displayable):
     status: str
     error: str = ""
     seconds: float = 0.0
+    not_run: tuple[str, ...] = ()
 
     def _items(self) -> tuple[PassEffect, ...]:
         return self.rows
@@ -105,16 +128,26 @@ class Attribution(NamedSequence[PassEffect], Displayable):
                       extra="(the passes this attribution disabled)")
 
     def summary(self) -> str:
-        if self.status != "ok":
-            return (f"{self.model} on {self.target}: the full pipeline {self.status}"
-                    f"{': ' + self.error if self.error else ''}; nothing to attribute")
         counts: dict[str, int] = {}
         for r in self.rows:
             counts[r.status] = counts.get(r.status, 0) + 1
+        done = (f"{len(self.rows)} passes disabled one at a time "
+                f"({', '.join(f'{n} {s}' for s, n in counts.items())})")
+        left = ""
+        if self.not_run:
+            names = ", ".join(self.not_run[:4]) + (", ..." if len(self.not_run) > 4 else "")
+            left = f"; {len(self.not_run)} not run ({names})"
+        if self.status != "ok":
+            head = (f"{self.model} on {self.target}: the full pipeline's job "
+                    f"{_VERB.get(self.status, self.status)}"
+                    f"{': ' + self.error if self.error else ''}")
+            if not self.rows:
+                return f"{head}; nothing to attribute{left}"
+            return (f"{head}; {done}, each timed against its own build of the full "
+                    f"pipeline{left}, {self.seconds:.1f} s")
         return (f"{self.model} on {self.target}: {seconds_text(self.run_s or 0.0)} per run "
-                f"with the full pipeline ({self.kernels} kernels); {len(self.rows)} passes "
-                f"disabled one at a time ({', '.join(f'{n} {s}' for s, n in counts.items())}"
-                f"), {self.seconds:.1f} s")
+                f"with the full pipeline ({self.kernels} kernels); {done}{left}, "
+                f"{self.seconds:.1f} s")
 
     _HEADER = ("pass", "status", "delta", "delta %", "without", "kernels", "spread",
                "max |diff|", "moved most")
@@ -205,7 +238,8 @@ def _close(mine: list[Any] | None, ref: list[Any] | None) -> tuple[float | None,
 def attribute(model: Any, pipeline: Pipeline | None = None, *,
               passes: Sequence[str] | str | None = None, inputs: Any = None,
               repeat: int = 10, workers: int | None = None, executor: Executor | None = None,
-              timeout: float | None = None, progress: bool = False,
+              timeout: float | None = None,
+              progress: bool | Callable[[str, str, int, int], None] | None = None,
               reuse_prefix: bool = True) -> Attribution:
     """What each pass does to run time: build without it, check, profile, compare.
 
@@ -221,13 +255,17 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         Pass names to disable one at a time (a list, or "A,B"); default: every enabled
         pass of the Relax pipeline.
     inputs
-        None (seeded random inputs and weights), a seed, or input arrays.
+        None (seeded random inputs and weights), a seed (an int >= 0), or input arrays.
     repeat
-        Repeats of every timing (medians and spreads are over these).
+        Repeats of every timing (medians and spreads are over these): an int >= 1.
     workers, executor, timeout
-        As for `passlab.sweep`.
+        As for `passlab.sweep`, checked the same way: a positive number of seconds (or
+        None), an int >= 1 (or None), a `concurrent.futures.Executor` (or None).
     progress
-        True prints one line per finished build on stderr.
+        None (default): a bar (jobs done of all, failures so far, time left) in Jupyter
+        or on a terminal; True: a bar on standard error anyway; False: nothing; a
+        callable gets `(pass, status, done, total)` after each job instead (`pass` is
+        "(full pipeline)" for the full pipeline's own job).
     reuse_prefix
         True (default): each variant is re-run from the full pipeline's build
         (`passlab.research.rerun`), reusing its recorded modules up to the disabled
@@ -237,7 +275,22 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
     Returns
     -------
     Attribution
-        Rows with the `COLUMNS`, largest effect first.
+        Rows with the `COLUMNS`, largest effect first. When the full pipeline's own
+        job times out or fails to build or run, `status` says so and the variants not
+        finished by then are in `not_run` (each would need that build); when it
+        crashes, the variants go on, each timed against its own build of the full
+        pipeline (their outputs are then not compared).
+
+    Raises
+    ------
+    SweepError
+        A malformed argument, before any process starts.
+    WorkerError
+        The worker processes could not start, or the executor's workers all died;
+        `.attribution` (and `.partial`) holds the rows that had finished.
+    KeyboardInterrupt
+        Ctrl-C stops every process of the call within a second; `.attribution` (and
+        `.partial`) holds the rows that had finished.
 
     Examples
     --------
@@ -254,35 +307,69 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         raise TypeError(f"pipeline must be a passlab.Pipeline, not {type(pipe).__name__}")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be an int of at least 1, not {repeat!r}")
+    timeout = check_timeout(timeout)
+    workers = check_workers(workers)
+    check_executor(executor)
+    check_progress(progress)
+    if not isinstance(reuse_prefix, bool):
+        raise SweepError(f"reuse_prefix is True or False, not {reuse_prefix!r}")
     names = _passes(pipe, passes)
     spec, label = model_spec(model)
     label = label or "model"
+    given = job_inputs(inputs, label, by_label=False)
     variants = [(_FULL, pipe)] + [(n, pipe.disable(n)) for n in names]
     full = pipeline_recipe(pipe)
     jobs = []
     for name, p in variants:
         job: dict[str, Any] = dict(
             model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
-            checks=[], inputs=_inputs(inputs, label), timeout=timeout, folder=None,
-            profile=dict(repeat=repeat), prefix=bool(reuse_prefix),
+            checks=[], inputs=given, timeout=timeout, folder=None,
+            profile=dict(repeat=repeat), prefix=reuse_prefix,
             reuse=f"attribute:{spec.get('sha') or label}:{pipe.target}:{id(pipe)}",
             # each variant is timed against the full pipeline in its own job too
             baseline=True if name == _FULL else full)
         job["key"] = job_key(job)
         jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
-    show = _show if progress else None
-    _run(jobs, list(range(len(jobs))), results, workers, executor, show, 0)
-    base, base_out = results[0]
-    target = str(pipe.target)
-    base_status = _status(base)
-    took = time.perf_counter() - start
-    if base_status != "ok":
-        error = base.get("error") or (base.get("profile") or {}).get("error", "")
-        return Attribution((), label, target, None, None, base_status, error, took)
-    bprof = base["profile"]
+    shown = job_bar(progress, len(jobs), 0, "attribute")
+
+    def finish(i: int, row: dict[str, Any]) -> bool:
+        results[i] = (row, row.pop("outputs", None))
+        status = _status(row)
+        what = "full pipeline" if i == 0 else f"without {names[i - 1]}"
+        shown.update(failed=status != "ok", note=f"{what}: {status}")
+        if callable(progress):
+            progress(_FULL if i == 0 else names[i - 1], status, len(results), len(jobs))
+        return i == 0 and status in _STOPS
+
+    def result() -> Attribution:
+        not_run = tuple(names[i - 1] for i in range(1, len(jobs)) if i not in results)
+        return _assemble(results, names, label, str(pipe.target), not_run,
+                         time.perf_counter() - start)
+
+    try:
+        run_jobs(jobs, range(len(jobs)), finish, workers=workers, executor=executor)
+    except (KeyboardInterrupt, WorkerError) as exc:
+        shown.close()
+        exc.attribution = exc.partial = result()  # type: ignore[union-attr]
+        raise
+    shown.close()
+    return result()
+
+
+def _assemble(results: dict[int, tuple[dict[str, Any], list[Any] | None]], names: list[str],
+              label: str, target: str, not_run: tuple[str, ...], took: float) -> Attribution:
+    """The attribution of the jobs that finished: the full pipeline's (job 0) figures
+    where it finished, each variant's row where it did."""
+    base, base_out = results.get(0, ({"status": "interrupted"}, None))
+    base_status = "interrupted" if 0 not in results else _status(base)
+    bprof: dict[str, Any] = (base.get("profile") or {}) if base_status == "ok" else {}
+    error = "" if base_status in ("ok", "interrupted") else (
+        base.get("error") or (base.get("profile") or {}).get("error", ""))
     rows = []
     for i, name in enumerate(names, start=1):
+        if i not in results:
+            continue
         row, outs = results[i]
         status = _status(row)
         diff, same = _close(outs, base_out)
@@ -291,24 +378,21 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         prof = row.get("profile") or {}
         # paired: both pipelines timed in alternation in the variant's job (same load)
         run_s, run_wo, spread = prof.get("paired") or (
-            bprof["run_s"], prof.get("run_s"),
-            None if "spread" not in prof else max(prof["spread"], bprof["spread"]))
-        delta = None if run_wo is None else run_s - run_wo
+            bprof.get("run_s"), prof.get("run_s"),
+            None if "spread" not in prof or "spread" not in bprof
+            else max(prof["spread"], bprof["spread"]))
+        delta = None if run_wo is None or run_s is None else run_s - run_wo
+        note = row.get("error") or prof.get("error", "")
+        if base_out is None and outs is not None:
+            note = note or f"outputs not compared: the full pipeline's own job {base_status}"
         rows.append(PassEffect(
-            name, status, diff, len(bprof["calls"]),
+            name, status, diff, len(bprof["calls"]) if "calls" in bprof else None,
             None if "calls" not in prof else len(prof["calls"]), run_s, run_wo,
             delta, None if delta is None or not run_wo else delta / run_wo,
-            () if "kernels" not in prof else _moved(bprof["kernels"], prof["kernels"]),
-            spread,
-            row.get("error") or prof.get("error", ""), row.get("kernels_reused"),
-            "paired" in prof))
+            () if "kernels" not in prof or "kernels" not in bprof
+            else _moved(bprof["kernels"], prof["kernels"]),
+            spread, note, row.get("kernels_reused"), "paired" in prof))
     rows.sort(key=lambda r: (r.delta_s is None, -abs(r.delta_s or 0.0)))
-    return Attribution(tuple(rows), label, target, bprof["run_s"], len(bprof["calls"]),
-                       "ok", "", took)
-
-
-def _show(row: Any, done: int, total: int) -> None:
-    what = "full pipeline" if row.pipeline == _FULL else f"without {row.pipeline}"
-    err = f": {row.error[:80]}" if row.status != "ok" else ""
-    print(f"[{done}/{total}] {row.model} {what}: {row.status}{err}", file=sys.stderr,
-          flush=True)
+    return Attribution(tuple(rows), label, target, bprof.get("run_s"),
+                       len(bprof["calls"]) if "calls" in bprof else None, base_status, error,
+                       took, not_run)

@@ -4,50 +4,58 @@
 the same seeded inputs as the baseline (the unmodified default pipeline) and gathers one
 row per job: status, failing pass, build time, main-chain length, kernels, peak temporary
 memory before and after memory planning, and the largest output difference from the
-baseline. Jobs are plain data (`passlab.research._sweep_jobs`), so a local process
-pool or a Dask cluster (`client.get_executor()`) can run them; each
-runs in a build process watched by its worker, so a crash or a timeout is a row, not the
-end of the sweep. With `out=` each job keeps its trace file, its report and a small
-JSON record, and running the same sweep again only builds what is missing.
+baseline. Jobs are plain data (`passlab.research._sweep_jobs`) run by the job engine
+that `attribute` shares (`passlab.research._jobs`): on passlab's own worker processes or
+any executor (a Dask cluster's `client.get_executor()`); each runs in a build process
+watched by its worker, so a crash or a timeout is a row, not the end of the sweep. With
+`out=` each job keeps its trace file, its report and a small JSON record, and running the
+same sweep again only builds what is missing; every file is written beside its name and
+renamed over it, never through a link (`passlab.io._files`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
-import re
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from passlab import _render
-from passlab.errors import SweepError, first_line
+from passlab.errors import SweepError, WorkerError, first_line
+from passlab.io._files import write_file
 from passlab.pipeline import Pipeline
 from passlab.recording.build import max_abs_diff
+from passlab.research._jobs import (
+    check_executor,
+    check_progress,
+    check_timeout,
+    check_workers,
+    job_bar,
+    job_inputs,
+    run_jobs,
+)
 from passlab.research._sweep_jobs import (
     COLUMNS,
     check_recipe,
-    empty_row,
-    ignore_interrupts,
     is_baseline,
     job_key,
     model_spec,
     pipeline_recipe,
-    run_job,
+)
+from passlab.research._sweep_records import (
+    check_links,
+    check_out,
+    job_folder,
+    part,
+    read_record,
+    write_record,
 )
 
 __all__ = ["sweep", "Sweep", "SweepRow", "COLUMNS", "job_folder"]
 
-_RECORD = "job.json"
-_FORMAT = "passlab-sweep-job"
 _FAILED = ("failed", "timeout", "crashed")
 
 
@@ -161,11 +169,11 @@ class Sweep(_render.Displayable):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         title = f"passlab sweep: {len(self.rows)} jobs"
-        path.write_text(
-            f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_render.esc(title)}"
-            f"</title></head><body style=\"font-family: sans-serif\"><h1>{_render.esc(title)}"
-            f"</h1>{self._table_html(path.parent.resolve())}</body></html>\n")
-        return path
+        page = (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>"
+                f"{_render.esc(title)}</title></head><body style=\"font-family: sans-serif\">"
+                f"<h1>{_render.esc(title)}</h1>{self._table_html(path.parent.resolve())}"
+                "</body></html>\n")
+        return write_file(path, page.encode("utf-8"))  # never through a link at `path`
 
     def _table_html(self, base: Path | None) -> str:
         def link(target: str | None, text: str) -> str:
@@ -246,122 +254,12 @@ def _pipelines(pipelines: Any) -> tuple[dict[str, dict[str, Any]], str]:
     return recipes, base
 
 
-def _inputs(inputs: Any, label: str) -> tuple[int, list[Any] | None]:
-    import numpy as np
-
-    if inputs is None:
-        return 0, None
-    if isinstance(inputs, int):
-        return inputs, None
-    if isinstance(inputs, Mapping):
-        given = inputs.get(label)
-        return 0, None if given is None else [np.asarray(a) for a in given]
-    return 0, [np.asarray(a) for a in inputs]
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")[:48] or "job"
-
-
-def job_folder(out: Path, model: str, pipeline: str) -> Path:
-    """Where a job keeps its files: `out/<model>-<hash>/<pipeline>-<hash>`. The names
-    are cut to safe characters, and the hash of the exact label keeps two labels that
-    differ only in the characters cut ("my model", "my_model") in two folders."""
-    def part(name: str) -> str:
-        return f"{_safe(name)}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
-
-    return out / part(model) / part(pipeline)
-
-
-def _check_timeout(timeout: Any) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not math.isfinite(timeout) or timeout <= 0:
-        raise SweepError(f"timeout is the seconds one job may take: a positive number (or "
-                         f"None for no limit), not {timeout!r}")
-    return float(timeout)
-
-
-def _check_out(folder: Path) -> None:
-    """Refuse an `out` folder that cannot be written, before anything is built."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".passlab-probe-"):
-            pass
-    except OSError as exc:
-        raise SweepError(f"out={str(folder)!r} cannot be written ({type(exc).__name__}: "
-                         f"{exc.strerror or exc}); give a folder this process can create and "
-                         "write (every worker writes its jobs' files there)") from None
-
-
-# ------------------------------------------------------------------------ records
-def _read_record(job: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None] | None:
-    """The row of an earlier run of this very job, if it finished (a timeout counts as
-    unfinished when this sweep allows more time)."""
-    import numpy as np
-
-    if job["folder"] is None:
-        return None
-    folder = Path(job["folder"])
-    try:
-        rec = json.loads((folder / _RECORD).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(rec, dict) or rec.get("format") != _FORMAT or rec.get("key") != job["key"]:
-        return None
-    # the record of this very job: its labels, and files that are still where it says
-    if (rec.get("model"), rec.get("pipeline")) != (job["model"], job["pipeline"]) \
-            or not isinstance(rec.get("row"), dict):
-        return None
-    for column in ("trace", "report"):
-        kept = rec["row"].get(column)
-        if kept is not None and (not isinstance(kept, str) or Path(kept).parent != folder
-                                 or not Path(kept).is_file()):
-            return None
-    if rec["row"].get("status") == "timeout" and (
-            job["timeout"] is None or job["timeout"] > (rec.get("timeout") or 0)):
-        return None
-    outputs = None
-    if rec.get("outputs"):
-        try:
-            with np.load(folder / rec["outputs"], allow_pickle=False) as z:
-                outputs = [z[f"arr_{i}"] for i in range(len(z.files))]
-        except (OSError, ValueError, KeyError):
-            return None
-    row = {c: rec["row"].get(c) for c in COLUMNS}
-    return row, outputs
-
-
-def _write_record(job: dict[str, Any], row: dict[str, Any]) -> None:
-    folder = Path(job["folder"])
-    folder.mkdir(parents=True, exist_ok=True)
-    rec = dict(format=_FORMAT, version=1, key=job["key"], model=job["model"],
-               pipeline=job["pipeline"], timeout=job["timeout"],
-               row={c: row.get(c) for c in COLUMNS},
-               outputs="outputs.npz" if row.get("outputs") is not None else None)
-    tmp = folder / (_RECORD + ".tmp")
-    tmp.write_text(json.dumps(rec, indent=1))
-    os.replace(tmp, folder / _RECORD)  # a record is whole or absent
-
-
 # ------------------------------------------------------------------------- sweep
-def _progress(progress: Any) -> Callable[[SweepRow, int, int], None] | None:
-    if progress is True:
-        def show(row: SweepRow, done: int, total: int) -> None:
-            took = "" if row.build_s is None else f" in {row.build_s:.1f} s"
-            err = f": {row.error[:80]}" if row.status != "ok" else ""
-            print(f"[{done}/{total}] {row.model} / {row.pipeline}: {row.status}{took}{err}",
-                  file=sys.stderr, flush=True)
-        return show
-    return progress or None
-
-
 def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any = None,
           workers: int | None = None, executor: Executor | None = None,
           out: str | os.PathLike | None = None, checks: Sequence[Any] = (),
           timeout: float | None = None, profile: bool | int = False,
-          progress: bool | Callable[[SweepRow, int, int], None] = False,
+          progress: bool | Callable[[SweepRow, int, int], None] | None = None,
           trust: bool = False) -> Sweep:
     """Build every model with every pipeline, in parallel, and tabulate the results.
 
@@ -379,9 +277,10 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
         None (random inputs and weights, seed 0, the same for every pipeline), a seed, a
         list of input arrays for every model, or a dict `label -> arrays`.
     workers
-        Processes of the local pool (default: the CPU count). Ignored with `executor`.
+        How many of passlab's worker processes to start (an int >= 1; default: the CPU
+        count). Checked, then ignored, with `executor`.
     executor
-        Any `concurrent.futures.Executor` instead of the local pool, e.g. Dask's
+        Any `concurrent.futures.Executor` instead of passlab's workers, e.g. Dask's
         `Client.get_executor()` (Ray ships none). It must not be shared with work that
         needs its workers' full attention: each job runs in a build process its worker
         starts once and reuses.
@@ -389,7 +288,9 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
         A folder that keeps each job's trace (`trace.zip`), report (`report.html`),
         outputs and record (`job.json`); a sweep run again with the same `out` only
         builds jobs without a finished record. `result.to_html(out / "index.html")`
-        writes a page linking them all.
+        writes a page linking them all. No file is written through a link: a link (or
+        anything but a plain file or folder) where a job's folder or files go is
+        refused, naming it.
     checks
         Checks for every build: `passlab.checks.well_formed()`, `no_ops_after(...)`,
         `immutable_modules()` or importable functions `(step) -> str | None`.
@@ -398,8 +299,9 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
         killed and becomes a "timeout" row. Its build process also stops itself a few
         seconds after the limit, whatever happens to its worker.
     progress
-        True prints one line per finished job on stderr; a callable gets `(row, done,
-        total)`.
+        None (default): a bar (jobs done of all, failures so far, time left) in Jupyter
+        or on a terminal; True: a bar on standard error anyway; False: nothing; a
+        callable gets `(row, done, total)` after each job instead.
     profile
         True (or a number of repeats; True is 10) times each build that ran
         (`passlab.Build.profile`, in its build process): the rows get `run_s`,
@@ -416,25 +318,31 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     Raises
     ------
     SweepError
-        A malformed argument (a timeout that is not a positive number, an `out` folder
-        that cannot be written, a pass that cannot travel to a worker ...), before
-        anything is built.
+        A malformed argument (a timeout that is not a positive number, workers that are
+        not an int >= 1, an `out` folder that cannot be written or holds a link where a
+        job's files go, a pass that cannot travel to a worker ...), before anything is
+        built.
+    WorkerError
+        The worker processes could not start, or the executor's workers all died: the
+        message names the cause and the way out; `.sweep` (and `.partial`) holds the
+        rows that had finished.
     KeyboardInterrupt
-        Ctrl-C stops the sweep within seconds: the local pool's workers and their build
-        processes are killed, and `.sweep` holds the rows that had finished (their
-        records stay in `out`, so running the sweep again resumes).
+        Ctrl-C stops the sweep within a second: every worker and build process of the
+        call is killed, and `.sweep` (and `.partial`) holds the rows that had finished
+        (their records stay in `out`, so running the sweep again resumes).
 
     Notes
     -----
     Each job's files are in `out/<model>-<hash>/<pipeline>-<hash>/` (see
-    `job_folder`). A worker process of the local pool that dies (the OOM killer, a
-    pass that kills its parent) breaks the pool: the jobs lost with it run again on a
-    fresh pool, one at a time, and the job that kills its worker again is a "crashed"
-    row. Every build process dies with its worker.
+    `job_folder`). A worker that dies (the OOM killer, a pass that kills its parent)
+    takes one job with it: that job is a "crashed" row, a fresh worker takes the rest.
+    Every process of the call dies with the caller, even when it is killed with
+    SIGKILL (see `passlab.research._supervise`).
 
-    The local pool starts its workers with "spawn" (TVM and `fork` do not mix), and a
-    spawned worker imports the main module: a script that calls `sweep` needs the
-    `if __name__ == "__main__":` guard (notebooks need nothing).
+    passlab's workers are fresh `python -c` processes that import passlab, not your
+    program: a script needs no `if __name__ == "__main__":` guard for them, and a
+    program read from standard input works (an `executor=` process pool that starts
+    workers with "spawn" still needs both).
 
     Examples
     --------
@@ -444,38 +352,43 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
     [('default', 'ok', True), ('unfused', 'ok', True)]
     """
     start = time.perf_counter()
-    timeout = _check_timeout(timeout)
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        raise SweepError(f"workers is how many worker processes to start: an int >= 1 (or "
-                         f"None for the CPU count), not {workers!r}")
+    timeout = check_timeout(timeout)
+    workers = check_workers(workers)
+    check_executor(executor)
+    check_progress(progress)
     if not isinstance(profile, bool) and (not isinstance(profile, int) or profile < 1):
         raise SweepError(f"profile is True, False or a number of repeats (an int >= 1), "
                          f"not {profile!r}")
+    if not isinstance(trust, bool):
+        raise SweepError(f"trust is True or False, not {trust!r}")
     recipes, base = _pipelines(pipelines)
     check_data = [check_recipe(c) for c in checks]
     folder = None if out is None else Path(out).resolve()
     labelled = _models(models, trust)
     if folder is not None:
-        _check_out(folder)
+        check_out(folder)
     jobs = []
     for label, spec in labelled:
+        given = job_inputs(inputs, label)
         for name, recipe in recipes.items():
-            job = dict(model=label, pipeline=name, model_spec=spec, pipeline_recipe=recipe,
-                       checks=check_data, inputs=_inputs(inputs, label), timeout=timeout,
-                       folder=None if folder is None else str(job_folder(folder, label, name)))
+            job: dict[str, Any] = dict(
+                model=label, pipeline=name, model_spec=spec, pipeline_recipe=recipe,
+                checks=check_data, inputs=given, timeout=timeout, folder=None)
+            if folder is not None:
+                parts = [part(label), part(name)]
+                job.update(folder=str(folder.joinpath(*parts)), out=str(folder), parts=parts)
+                check_links(job)
             if profile:
                 job["profile"] = dict(repeat=10 if profile is True else int(profile))
             job["key"] = job_key(job)
             jobs.append(job)
     results: dict[int, tuple[dict[str, Any], list[Any] | None]] = {}
     for i, job in enumerate(jobs):
-        found = _read_record(job)
+        found = read_record(job)
         if found is not None:
             results[i] = found
     reused = len(results)
     todo = [i for i in range(len(jobs)) if i not in results]
-    show = _progress(progress)
 
     def result() -> Sweep:
         outputs = {(jobs[i]["model"], jobs[i]["pipeline"]): results[i][1] for i in results}
@@ -494,114 +407,30 @@ def sweep(models: Any, pipelines: Mapping[str, Pipeline | str], *, inputs: Any =
         return Sweep(tuple(rows), base, folder, len(results) - reused, reused,
                      time.perf_counter() - start)
 
-    if todo:
-        try:
-            _run(jobs, todo, results, workers, executor, show, len(jobs) - len(todo))
-        except KeyboardInterrupt as exc:
-            # Ctrl-C: the workers and their build processes are gone; the rows that
-            # finished stay (and their records in ``out``, so a rerun resumes)
-            exc.sweep = result()  # type: ignore[attr-defined]
-            raise
-    return result()
+    shown = job_bar(progress, len(jobs), reused, "sweep")
 
-
-def _lost_row(job: dict[str, Any], why: str) -> dict[str, Any]:
-    return empty_row(job["model"], job["pipeline"]) | dict(status="crashed", outputs=None,
-                                                           error=why)
-
-
-def _local_pool(size: int) -> ProcessPoolExecutor:
-    import multiprocessing
-
-    # spawn: TVM and fork do not mix (its thread pool and LLVM state are per process);
-    # workers ignore Ctrl-C: the sweep's own process decides, and takes them down
-    return ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=ignore_interrupts)
-
-
-def _abandon(pool: Executor, own: bool, futures: Mapping[Any, int]) -> None:
-    """Stop now: kill a local pool's workers (their build processes die with them), or
-    cancel what a foreign executor has not started."""
-    for fut in futures:
-        fut.cancel()
-    if own:
-        # ProcessPoolExecutor has no public way to stop running jobs before Python 3.14
-        # (terminate_workers); its process table is the same from 3.8 to 3.13
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            try:
-                proc.kill()
-            except (OSError, AttributeError):
-                pass
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.join(5)
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _completed(futures: Iterable[Any], poll: float = 0.25) -> Iterator[Any]:
-    """The futures as they finish, as `as_completed` yields them, but waiting at most
-    `poll` seconds at a time: Python runs a signal's handler in the main thread only,
-    and when the kernel hands a Ctrl-C to another thread (one of the executor's, when the
-    main thread has SIGINT blocked) an untimed wait sleeps on until the next job ends,
-    which for a hanging job is its timeout."""
-    order = {fut: n for n, fut in enumerate(futures)}
-    left = set(order)
-    while left:
-        done, left = wait(left, timeout=poll, return_when=FIRST_COMPLETED)
-        yield from sorted(done, key=order.__getitem__)  # a batch in submission order
-
-
-def _run(jobs: list[dict[str, Any]], todo: list[int],
-         results: dict[int, tuple[dict[str, Any], list[Any] | None]], workers: int | None,
-         executor: Executor | None, show: Any, done: int) -> None:
-    """Run the jobs `todo`. On the local pool, jobs lost when a worker process dies (the
-    OOM killer, a pass that kills its parent) run again on a fresh pool; a pool of one
-    worker runs jobs in order, so there the first lost job is the one that killed it: a
-    "crashed" row, and the others run again."""
-    own = executor is None
-    size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
-
-    def finish(i: int, row: dict[str, Any]) -> None:
-        nonlocal done
+    def finish(i: int, row: dict[str, Any]) -> bool:
         outs = row.pop("outputs", None)
-        results[i] = (row, outs)
         if jobs[i]["folder"] is not None:
-            _write_record(jobs[i], row | dict(outputs=outs))
-        done += 1
-        if show is not None:
-            show(_row(row), done, len(jobs))
+            try:
+                write_record(jobs[i], row | dict(outputs=outs))
+            except OSError as exc:  # a link planted meanwhile, a full disk: the row stays
+                note = f"record not written: {type(exc).__name__}: {first_line(exc, 1000)}"
+                row["error"] = f"{row['error']}; {note}" if row["error"] else note
+        results[i] = (row, outs)
+        shown.update(failed=row["status"] != "ok",
+                     note=f"{row['model']} / {row['pipeline']}: {row['status']}")
+        if callable(progress):
+            progress(_row(row), len(results), len(jobs))
+        return False
 
-    pending = list(todo)
-    while pending:
-        pool = _local_pool(size) if own else executor
-        assert pool is not None
-        futures: dict[Any, int] = {}
-        lost: list[int] = []
-        broken = ""
-        try:
-            for i in pending:
-                futures[pool.submit(run_job, jobs[i])] = i
-            for fut in _completed(futures):
-                i = futures[fut]
-                try:
-                    row = fut.result()
-                except Exception as exc:  # noqa: BLE001 - the engine lost the job
-                    if own and isinstance(exc, BrokenProcessPool):  # run it again
-                        lost.append(i)
-                        broken = f"{type(exc).__name__}: {first_line(exc)}"
-                        continue
-                    row = _lost_row(jobs[i], f"the executor lost the job: "
-                                             f"{type(exc).__name__}: {first_line(exc)}")
-                finish(i, row)
-        except BaseException:
-            _abandon(pool, own, futures)
-            raise
-        if own:
-            pool.shutdown(wait=True, cancel_futures=True)
-        lost.sort()  # submission order
-        if lost and size == 1:
-            culprit = lost.pop(0)
-            finish(culprit, _lost_row(jobs[culprit], (
-                "the worker process died while running this job, and its build process "
-                f"with it ({broken})")))
-        size = 1  # run what was lost one at a time, to tell the culprit
-        pending = lost
+    try:
+        run_jobs(jobs, todo, finish, workers=workers, executor=executor)
+    except (KeyboardInterrupt, WorkerError) as exc:
+        # the workers and their build processes are gone; the rows that finished stay
+        # (and their records in `out`, so a rerun resumes)
+        shown.close()
+        exc.sweep = exc.partial = result()  # type: ignore[union-attr]
+        raise
+    shown.close()
+    return result()

@@ -26,6 +26,7 @@ TVM 0.27 has no Relax VM profiler (`VirtualMachine(profile=True)` and
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tempfile
@@ -251,6 +252,14 @@ class Run:
     total_ns: int
     symbols: tuple[str, ...]
     intervals_ns: tuple[int, ...]
+
+    @functools.cached_property
+    def by_symbol(self) -> dict[str, int]:
+        """Nanoseconds per symbol, its calls summed."""
+        out: dict[str, int] = {}
+        for sym, ns in zip(self.symbols, self.intervals_ns):
+            out[sym] = out.get(sym, 0) + ns
+        return out
 
 
 class InPlace:

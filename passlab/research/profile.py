@@ -40,7 +40,7 @@ import time
 import weakref
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from passlab import _progress, _render, _tvm
@@ -87,7 +87,8 @@ class KernelTime:
     """One kernel the run calls: `calls` per run; seconds per call measured in place
     (inside the real run: `median_s`, which `in_place_s` repeats, `min_s`, `max_s`
     over the runs, `ci_low_s`..`ci_high_s` the median's 95% interval); `total_s` per
-    run (`calls * median_s`); `share` of the instrumented run (in [0, 1]); `alone_s`
+    run (`calls * median_s`); `share` of the instrumented run (in [0, 1]; of the
+    kernels' and the runtime's sum where noise puts the run below it); `alone_s`
     the median per call timed alone on copies of its arguments (None when not timed);
     `bytes` its tensor arguments hold (read and written) and `flops` (TVM's estimate,
     None when it has none) per call, achieved `gflops` and `gbps`; `ops` the
@@ -668,19 +669,28 @@ def _per_run_kernels(runs: list[Any], skel_runs: list[Any], names: dict[str, str
                      ) -> tuple[list[dict[str, float]], list[float]]:
     """Per instrumented run: each kernel's seconds in place (the hooks' share taken out,
     never below 0), and the run's hook-free kernel sum; the per-call floor comes from
-    the skeleton's runs (the same call, its kernel empty)."""
+    the skeleton's runs (the same call, its kernel empty). Linear in the calls of one
+    run: the floors are summed per kernel once for every run of the same call sequence."""
     per_run, totals = [], []
-    floors = _timing.hook_floor(runs[0], skel_runs) if runs else []
-    for r in runs:
-        if r.symbols != runs[0].symbols:
-            floors_r = _timing.hook_floor(r, skel_runs)
-        else:
-            floors_r = floors
-        acc: dict[str, float] = {}
-        for sym, ns, floor in zip(r.symbols, r.intervals_ns, floors_r):
+    if not runs:
+        return per_run, totals
+
+    def floor_sums(run: Any) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for sym, floor in zip(run.symbols, _timing.hook_floor(run, skel_runs)):
             k = names[sym]
-            acc[k] = acc.get(k, 0.0) + (ns - floor) * 1e-9
-        acc = {k: max(0.0, v) for k, v in acc.items()}
+            out[k] = out.get(k, 0.0) + floor
+        return out
+
+    first = runs[0]
+    common = floor_sums(first)
+    for r in runs:
+        floors = common if r.symbols == first.symbols else floor_sums(r)
+        acc: dict[str, float] = {}
+        for sym, ns in r.by_symbol.items():
+            k = names[sym]
+            acc[k] = acc.get(k, 0.0) + ns
+        acc = {k: max(0.0, (v - floors.get(k, 0.0)) * 1e-9) for k, v in acc.items()}
         per_run.append(acc)
         totals.append(sum(acc.values()))
     return per_run, totals
@@ -719,18 +729,22 @@ def _assemble(build: Any, names: dict[str, str], calls: list[Any], per_sig: Coun
     e2e_med = statistics.median(e2e)
     raw = [r.total_ns * 1e-9 for r in runs]
     raw_med = statistics.median(raw)
+    skel_half = 0.0
     if calibrated:
         overhead_s = statistics.median(samples["overhead"])
-        skel_raw = statistics.median(r.total_ns * 1e-9 for r in skel_runs)
-        hook_cost = max(0.0, skel_raw - overhead_s)
-        instrumented = raw_med - hook_cost
+        skel = [r.total_ns * 1e-9 for r in skel_runs]
+        skel_lo, skel_hi = _timing.median_ci(skel)
+        skel_half = (skel_hi - skel_lo) / 2
+        hook_cost = max(0.0, statistics.median(skel) - overhead_s)
+        # never below zero: on a run of microseconds the hooks' cost, measured apart,
+        # can come out larger than the run clocked with them (the noise says so)
+        instrumented = max(0.0, raw_med - hook_cost)
     else:
         overhead_s = hook_cost = instrumented = math.nan
     order = list(dict.fromkeys(names[c.symbol] for c in calls if c.kernel))
     unused = sorted(set(names.values()) - set(order))
     linked = (_links(build, order) if links else {k: ((), (), (), ()) for k in order})
     funcs = build._kernels.tir_mod if build._kernels is not None else None
-    whole = instrumented if calibrated and instrumented > 0 else raw_med
     rows = []
     for k in order:
         sigs = [s for s in per_sig if names[s[0]] == k]
@@ -743,8 +757,7 @@ def _assemble(build: Any, names: dict[str, str], calls: list[Any], per_sig: Coun
             alone_s = sum(per_sig[s] * statistics.median(alone_samples[s]) for s in sigs) / n
         sources, ops, passes, groups = linked[k]
         row = KernelTime(
-            k, n, med, min(values), max(values), med * n,
-            min(1.0, med * n / whole) if whole > 0 else 0.0,
+            k, n, med, min(values), max(values), med * n, 0.0,
             sum(per_sig[s] * bytes_of[s] for s in sigs) // n,
             _flops(funcs[k]) if funcs is not None else None, sources, ops, passes,
             (max(values) - min(values)) / med if med > 0 else 0.0, alone_s, lo, hi, target,
@@ -752,6 +765,11 @@ def _assemble(build: Any, names: dict[str, str], calls: list[Any], per_sig: Coun
         rows.append(row)
     rows.sort(key=lambda r: (-r.total_s, r.kernel))
     kernels_s = sum(r.total_s for r in rows)
+    # shares of the instrumented run, or of the parts' sum where the noise put the run
+    # below them: each in [0, 1], together at most 1
+    parts = kernels_s + (overhead_s if calibrated else 0.0)
+    whole = max(instrumented if calibrated else raw_med, parts)
+    rows = [replace(r, share=r.total_s / whole if whole > 0 else 0.0) for r in rows]
     unattributed = instrumented - kernels_s - overhead_s if calibrated else math.nan
     try:
         load = os.getloadavg()[0] / (os.cpu_count() or 1)
@@ -763,8 +781,8 @@ def _assemble(build: Any, names: dict[str, str], calls: list[Any], per_sig: Coun
                    _timing.builtin_counts(calls), entry, str(build.pipeline.target),
                    len(runs), seed, build, instrumented, hook_cost, unattributed,
                    tuple(unused), raw_med, _timing.median_ci(e2e),
-                   (raw_lo - (hook_cost if calibrated else 0.0),
-                    raw_hi - (hook_cost if calibrated else 0.0)),
+                   (raw_lo - (hook_cost if calibrated else 0.0) - skel_half,
+                    raw_hi - (hook_cost if calibrated else 0.0) + skel_half),
                    target, _devices.device_name(dev), load, len(e2e))
     remember(build, prof)
     return prof
@@ -798,7 +816,7 @@ def check_belongs(prof: Any, trace: Any, where: str) -> None:
     code = getattr(trace, "code", None)
     mine = set(getattr(code, "kernels", ()) or ())
     theirs = [k.kernel for k in prof.kernels] + list(prof.not_called)
-    missing = [k for k in theirs if k not in mine]
+    missing = sorted(k for k in theirs if k not in mine)
     raise ValueError(
         f"{where}: this profile was measured on another build ({prof.target}, "
         f"{len(theirs)} kernels"

@@ -152,6 +152,14 @@ def test_profile_views(mlp_profile):
                           "alone"]
     html = mlp_profile.to_html()
     assert "<table" in html and "fused_matmul_add_relu" in html
+    # it fits the output: long lists cut short in the cell, whole on hover; a wide table
+    # scrolls in its box
+    k = mlp_profile["fused_matmul_add_relu"]
+    assert (f'text-overflow:ellipsis;white-space:nowrap" title="{", ".join(k.passes)}">'
+            f'{", ".join(k.passes[:3])} +{len(k.passes) - 3}</td>') in html
+    assert '<div style="overflow-x:auto;max-width:100%"><table' in html
+    assert html.count("<tr>") == 1 + len(mlp_profile)
+    assert all(row.count("<td") == 13 for row in html.split("<tr>")[2:])
     bundle = mlp_profile._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
 

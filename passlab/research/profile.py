@@ -380,7 +380,28 @@ class Profile(NamedSequence[KernelTime], Displayable):
         return self.summary() + "\n" + _render.text_table(self._HEADER, self._cells())
 
     def to_html(self) -> str:
-        return _render.html_table(self._HEADER, self._cells(), caption=self.summary())
+        """The summary and the kernel table, fitting the output's width: kernel names
+        wrap, sources and passes are cut short in their cells (the whole list on hover);
+        wider than the output, the table scrolls inside its box."""
+        esc = _render.esc
+        clip = ("max-width:16em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap")
+        rows = []
+        for k, cells in zip(self.kernels, self._cells()):
+            tds = [f'<td style="max-width:22em;overflow-wrap:anywhere">{esc(cells[0])}</td>']
+            tds += [f'<td class="num">{esc(c)}</td>' for c in cells[1:11]]
+            tds += [f'<td style="{clip}" title="{esc(", ".join(full))}">{esc(c)}</td>'
+                    for c, full in ((cells[11], k.sources), (cells[12], k.passes))]
+            rows.append(f"<tr>{''.join(tds)}</tr>")
+        head = "".join(f'<th class="num">{esc(h)}</th>' if 0 < i < 11 else f"<th>{esc(h)}</th>"
+                       for i, h in enumerate(self._HEADER))
+        idle = (f'<div class="passlab-note">In the library, not called by this run: '
+                f'{esc(", ".join(self.not_called))}</div>' if self.not_called else "")
+        return (f"<style>{_render.CSS}</style>"
+                f'<div class="passlab-note"><b>{esc(self.sentence())}</b> '
+                f"{esc(self.summary()[len(self.sentence()):].strip())}</div>"
+                f'<div style="overflow-x:auto;max-width:100%"><table class="passlab-table">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+                f"{idle}")
 
     def to_dataframe(self) -> Any:
         """One row per kernel the run calls, with the `COLUMNS` (pandas)."""

@@ -16,7 +16,7 @@ __all__ = [
     "UnknownNameError", "BuildError", "CheckError", "UserPassError", "TraceFileError",
     "ModelFormatError", "UntrustedModelError", "MissingImporterError", "CliError",
     "PartitionWarning",
-    "SweepError", "DeviceUnavailableError",
+    "SweepError", "DeviceUnavailableError", "LlvmOptionError",
     "WorkerError", "UnsafePathError",
     "close_matches", "unknown", "error_class", "first_line", "message_of",
 ]
@@ -140,6 +140,12 @@ class CheckError(BuildError):
     @property
     def step(self) -> Any:
         return min((v.step for v in self.violations), key=lambda s: s.index, default=None)
+
+
+class LlvmOptionError(ValueError):
+    """An LLVM option that TVM's target cannot carry (not of the `-name:type=value`
+    form, a type or value it does not read, an option that would crash the build) or
+    that LLVM does not know: says which and what would be right."""
 
 
 class UserPassError(TypeError):

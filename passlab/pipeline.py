@@ -24,9 +24,10 @@ from typing import Any
 
 from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
+from passlab._tvm import llvm as _llvm
 from passlab._tvm import tir as _tir
 from passlab._tvm.passinfo import pass_constructors
-from passlab.errors import UserPassError, unknown
+from passlab.errors import LlvmOptionError, UserPassError, unknown
 
 __all__ = ["EDIT_ACTIONS", "Edit", "Pipeline", "PassEntry", "Stage", "UserPassError",
            "known_passes"]
@@ -200,6 +201,12 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
     tir_stages: tuple[Stage, ...] = ()
     """The TIR stages (`passlab._tvm.tir.TIR_STAGES`); `stages` are the Relax
     ones. Lookup and edits cover both."""
+    llvm_opts: tuple[str, ...] = ()
+    """LLVM command-line options for this pipeline's code generation, typed as TVM reads
+    them (`-vectorize-loops:bool=false`); set with `llvm_options`."""
+    llvm_passes: bool = False
+    """Whether a build records LLVM's own passes as steps (`with_llvm_passes`; the same
+    as `passlab.build(..., llvm_passes=True)`)."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -444,6 +451,50 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         at = pi if edit.where == "before" else pi + 1
         return passes[:at] + (new,) + passes[at:]
 
+    def llvm_options(self, *opts: str) -> Pipeline:
+        """This pipeline with LLVM command-line options for its code generation (one
+        build's: LLVM's options are process-global, TVM sets them for the code generator
+        and puts the old values back), e.g. `-vectorize-loops:bool=false`,
+        `-vectorize-slp:bool=false`, `-unroll-threshold:int=0`. Each is written as TVM's
+        target reads it, `-name:type=value` with type bool, int, uint or string
+        (`-name` alone is `-name:bool=true`); an option LLVM does not know, one of
+        another form, and the options that crash TVM 0.27's parser (regex and list
+        options such as `-pass-remarks`) raise `passlab.errors.LlvmOptionError`.
+        Replaces the options set before; `llvm_options()` clears them. Only llvm
+        targets (and a GPU target's llvm host code) read them.
+
+        Examples
+        --------
+        >>> import passlab
+        >>> pipe = passlab.Pipeline.default("llvm").llvm_options("-vectorize-loops:bool=false")
+        >>> pipe.llvm_opts
+        ('-vectorize-loops:bool=false',)
+        """
+        checked = _llvm.check_options(list(opts))
+        if checked:
+            tgt = _tvm.target(self.target)
+            host = tgt.host if tgt.host is not None else tgt
+            if host.kind.name != "llvm":
+                raise LlvmOptionError(
+                    f"LLVM options need an LLVM code generator; target {self.target!r} "
+                    f"generates {host.kind.name!r} code (build for 'llvm')")
+            unknown_names = _llvm.unknown_options(_llvm.codegen_target(host, checked))
+            if unknown_names:
+                raise LlvmOptionError(
+                    f"LLVM {_llvm.llvm_version()} has no option "
+                    f"{', '.join(repr('-' + n) for n in unknown_names)} (TVM would ignore "
+                    "it with a log line); LLVM's own options are listed by `opt "
+                    "--help-hidden`, e.g. -vectorize-loops, -vectorize-slp, "
+                    "-unroll-threshold, -force-vector-width")
+        return dataclasses.replace(self, llvm_opts=checked)
+
+    def with_llvm_passes(self, on: bool = True) -> Pipeline:
+        """This pipeline with its builds recording LLVM's own passes (SROA, InstCombine,
+        the loop and SLP vectorizers, ...) as steps of the trace, nested under the
+        codegen step (as `passlab.build(..., llvm_passes=True)` does). Recording costs a
+        second code generation during which LLVM prints every function it changes."""
+        return dataclasses.replace(self, llvm_passes=bool(on))
+
     def with_backend(self, backend: Any) -> Pipeline:
         """This pipeline with an accelerator backend applied: partitioning by its
         patterns and its passes at their phases (see `passlab.Backend`)."""
@@ -527,8 +578,10 @@ class Pipeline(NamedSequence[PassEntry], _render.Displayable):
         return header, body, classes
 
     def _title(self) -> str:
+        llvm = (f"; LLVM options {' '.join(self.llvm_opts)}" if self.llvm_opts else "") + (
+            "; LLVM's passes recorded" if self.llvm_passes else "")
         return (f"Pipeline for {self.target} (variant {self.variant!r}), {len(self)} passes "
-                f"({len(self.relax_passes)} Relax, {len(self.tir_passes)} TIR)")
+                f"({len(self.relax_passes)} Relax, {len(self.tir_passes)} TIR){llvm}")
 
     def to_text(self) -> str:
         header, body, _ = self._table()

@@ -22,12 +22,14 @@ from typing import Any
 
 from passlab import _tvm
 from passlab._tvm.codegen import codegen_status, runnable
+from passlab._tvm.llvm import codegen_target
 from passlab._tvm.tir import TIR_ROOT
 from passlab.errors import BuildError, CheckError, DeviceUnavailableError, UserPassError
 from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
 from passlab.recording.codegen import GeneratedCode, codegen_step, name_codegen_failure
+from passlab.recording.llvm import with_llvm_steps
 from passlab.recording.progress import build_progress
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
@@ -68,7 +70,8 @@ def _as_pipeline(pipeline: Any, target: Any) -> Pipeline:
 def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = None,
           tir_pipeline: str | None = None, reuse: Build | Sequence[Build] = (),
           checks: Sequence[Any] = (),
-          progress: bool | Callable[[str, int], None] | None = None) -> Build:
+          progress: bool | Callable[[str, int], None] | None = None,
+          llvm_passes: bool = False) -> Build:
     """Build `model` with `pipeline` while recording every pass.
 
     Parameters
@@ -100,6 +103,13 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         Invariants checked on the recorded modules after the build (see
         `passlab.recording.checks`): `[checks.well_formed(), checks.no_ops_after()]`.
         Well-formedness is always checked after the user's own passes.
+    llvm_passes
+        Also record LLVM's own passes (SROA, InstCombine, LICM, the loop and SLP
+        vectorizers, ...) as steps nested under the codegen step (level "llvm",
+        `trace.llvm_steps()`): each pass that changed a function, with the function's
+        LLVM IR before and after and its kernel. The lowered module is compiled a second
+        time while LLVM prints what each pass changed (read as it streams, never shown);
+        the executable is the build's own. `pipeline.with_llvm_passes()` asks for it too.
 
     Returns
     -------
@@ -131,13 +141,15 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         bar = None if callable(progress) else build_progress(pipe, progress, tgt.kind.name)
         run = RecordedRun(pipe, mod, progress=progress if callable(progress) else bar,
                           config=context_config(checks) if checks else None)
-        return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks)
+        return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks,
+                             llvm_passes or pipe.llvm_passes)
 
 
 def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any,
-                  tir_pipeline: str | None, earlier: list[Build], checks: Sequence[Any]
-                  ) -> Build:
+                  tir_pipeline: str | None, earlier: list[Build], checks: Sequence[Any],
+                  llvm_passes: bool = False) -> Build:
     start = time.perf_counter()
+    tgt = _llvm_target(tgt, pipe, llvm_passes)
     try:
         with run:
             tir = run.tir_pipeline() if tir_pipeline is None and pipe.tir_stages \
@@ -171,6 +183,8 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
         if bar is not None:
             bar.close("failed in codegen", done=False)
         raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
+    if llvm_passes:
+        trace = _with_llvm(trace, tgt, pipe, bar)
     if bar is not None:
         bar.close(f"{calls} pass calls recorded", done=True)
     found = _violations(trace, checks)
@@ -184,6 +198,28 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
         if not v.preexisting:
             warnings.warn(v.to_text(), RuntimeWarning, stacklevel=3)
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
+
+
+def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: bool) -> Any:
+    """The build's target with the pipeline's LLVM options (`Pipeline.llvm_options`)."""
+    host = tgt.host if tgt.host is not None else tgt
+    if (llvm_passes or pipe.llvm_opts) and host.kind.name != "llvm":
+        raise ValueError(f"LLVM's passes and options need an LLVM code generator; target "
+                         f"{pipe.target!r} generates {host.kind.name!r} code: build for "
+                         "'llvm' (or a GPU target, whose host code is LLVM's)")
+    return codegen_target(tgt, pipe.llvm_opts)
+
+
+def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any) -> Trace:
+    """`trace` with LLVM's passes as steps (`passlab.recording.llvm`); a trace whose
+    kernels came from an earlier build has no code generation to record, and says so."""
+    if trace.kernels_reused or trace.code is None:
+        why = ("its kernels were reused from an earlier build" if trace.kernels_reused
+               else "it compiled no TIR kernel")
+        return Trace(list(trace), {**trace._meta, "notes": [
+            *trace.notes, f"LLVM's passes were not recorded: {why}"]}, adopt=True)
+    host = tgt.host if tgt.host is not None else tgt
+    return with_llvm_steps(trace, host, (), None if bar is None else bar.bar)
 
 
 def _with_codegen(trace: Trace, kernels: Any, tgt: Any, pipe: Pipeline) -> Trace:

@@ -17,6 +17,7 @@ from typing import Any
 
 from passlab import _render, _tvm
 from passlab._sequence import NamedSequence
+from passlab._tvm.llvm import LLVM_STAGE
 from passlab._tvm.tir import CODEGEN, TIR_OTHER, TIR_ROOT, TIR_STAGES
 from passlab.errors import unknown
 
@@ -133,7 +134,8 @@ class Step(_render.Displayable):
     pass), `parent` the index of the enclosing step, `stage` the pipeline stage
     ("legalize", ..., the TIR stages "s_tir", "tirx", "host_finalize",
     "device_finalize", "tir" for the steps TVM runs around them, "codegen" for the final
-    step holding the generated code; `level` groups them).
+    step holding the generated code, "llvm" for LLVM's own passes nested under it;
+    `level` groups them).
     """
 
     index: int
@@ -155,19 +157,30 @@ class Step(_render.Displayable):
     code: Any = field(default=None, repr=False)
     """For the final `codegen` step: what the target produced (a
     `passlab.recording.codegen.GeneratedCode`); None for passes."""
+    llvm: Any = field(default=None, repr=False)
+    """For a step of LLVM's own pipeline (level "llvm", recorded with
+    `build(..., llvm_passes=True)`): what the pass changed, a
+    `passlab.recording.llvm.LlvmChange` (functions, LLVM IR before and after, kernels);
+    None for every other step. `before` and `after` are then the lowered TIR module,
+    which LLVM does not change."""
 
     @property
     def level(self) -> str:
         """"relax" for the Relax pipeline's steps, "tir" for TVM's TIR pipeline (its
         stages s_tir, tirx, host_finalize, device_finalize, and the steps around them),
-        "codegen" for the generated code."""
+        "codegen" for the generated code, "llvm" for LLVM's passes inside code generation."""
         if self.stage == CODEGEN:
             return "codegen"
+        if self.stage == LLVM_STAGE:
+            return "llvm"
         return "tir" if self.stage == TIR_OTHER or self.stage in TIR_STAGES else "relax"
 
     @cached_property
     def functions_changed(self) -> Changes:
-        """Which global functions this pass added, removed or modified."""
+        """Which global functions this pass added, removed or modified (for an LLVM
+        step: the generated functions, by symbol)."""
+        if self.llvm is not None:
+            return self.llvm.changes
         return _diff_functions(self.before, self.after, self._hash)
 
     @property
@@ -235,7 +248,8 @@ class Step(_render.Displayable):
     def to_text(self) -> str:
         ch = self.functions_changed
         t = (("failed (caught)" if self.caught else "failed") if self.failed
-             else f"{(self.seconds or 0.0) * 1e3:.2f} ms")
+             else "not timed" if self.seconds is None
+             else f"{self.seconds * 1e3:.2f} ms")
         # named as every view names it: its pipeline position ("#7 place_kernels"), the
         # trace index (``trace[21]``) after it
         owner = self.owner
@@ -378,6 +392,14 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return self._meta.get("input")
 
     @property
+    def llvm_summary(self) -> Any:
+        """How LLVM's own passes were recorded (a `passlab.recording.llvm.LlvmSummary`:
+        options, pass runs, runs that changed something, runs per pass that changed
+        nothing), or None when they were not (`build(..., llvm_passes=True)` records
+        them)."""
+        return self._meta.get("llvm")
+
+    @property
     def code(self) -> Any:
         """What the target produced (a `passlab.recording.codegen.GeneratedCode`,
         from the final `codegen` step), or None (a failed build, `record`)."""
@@ -455,6 +477,29 @@ class Trace(NamedSequence[Step], _render.Displayable):
         """Steps of passes the user inserted."""
         return self.filter(lambda s: s.origin == "user")
 
+    def llvm_steps(self, kernel: str | None = None) -> Trace:
+        """LLVM's own passes that changed something (level "llvm", recorded with
+        `build(..., llvm_passes=True)`), in the order LLVM ran them; with `kernel`
+        (a TIR kernel's name), only those that changed its functions. Empty when LLVM's
+        passes were not recorded.
+
+        Examples
+        --------
+        >>> b = passlab.build(passlab.models.mlp(), llvm_passes=True)
+        >>> len(b.trace.llvm_steps()) == b.trace.llvm_summary.changed
+        True
+        >>> b.trace.llvm_steps("fused_matmul_add_relu")[0].llvm.kernels
+        ('fused_matmul_add_relu',)
+        """
+        steps = [s for s in self._steps if s.llvm is not None]
+        if kernel is not None:
+            code = self.code
+            known = code.kernels if code is not None else ()
+            if kernel not in known:
+                raise unknown("kernel", kernel, known, extra="(the TIR kernels compiled)")
+            steps = [s for s in steps if kernel in s.llvm.kernels]
+        return self._sub(steps)
+
     # ------------------------------------------------------------------- lookup
     @property
     def names(self) -> tuple[str, ...]:
@@ -525,7 +570,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         for s in steps:
             ch = s.functions_changed
             ms = (("failed (caught)" if s.caught else "failed") if s.failed
-                  else f"{(s.seconds or 0.0) * 1e3:.2f}")
+                  else "" if s.seconds is None else f"{s.seconds * 1e3:.2f}")
             indent = "  " * s.depth if all_steps else ""
             n = pos.get(s.index)
             rows.append(([f"#{n}" if n is not None else ""] if pos else [])

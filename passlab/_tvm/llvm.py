@@ -1,0 +1,539 @@
+"""LLVM's own passes inside TVM 0.27's `llvm` code generator: its options, and the IR it
+prints after each pass that changed something, read as it streams.
+
+TVM passes LLVM command-line options through the target (`{"kind": "llvm", "cl-opt":
+[...]}`), each as `-name:type=value` with type `bool`, `int`, `uint` or
+`string` (`-name` alone is `-name:bool=true`). The C++ side
+(`LLVMTargetInfo::ParseOptionString`) casts LLVM's option object to the type written
+there, so a value of another type is undefined behaviour: regex-valued options
+(`-pass-remarks`) end in `std::bad_alloc`, list options (`-print-after`) likewise.
+LLVM options are process-global; TVM sets them when its LLVM target object is made and
+puts the old values back when it is destroyed.
+
+`-print-changed` makes LLVM print the IR of a function (or of the whole module, for a
+module pass) after every pass that changed it, on file descriptor 2, with headers::
+
+    *** IR Dump At Start ***                                  (the module before any pass)
+    *** IR Dump After InstCombinePass on fused_add_compute_ ***
+    *** IR Dump After LoopRotatePass on loop %for_body in function f ***
+    *** IR Dump After PostOrderFunctionAttrsPass on (f) ***   (a call-graph SCC)
+    *** IR Dump After GlobalOptPass on [module] ***
+    *** IR Dump After SROAPass on f omitted because no change ***
+    *** IR Deleted After GlobalDCEPass on f ***
+    *** IR Pass PassManager<Function> on f ignored ***
+
+`-print-loop-func-scope` makes a loop pass print its whole function. A built module
+remembers its target (the `tvm_target` module flag) and applies its options again
+whenever LLVM touches it later (assembly text, the JIT at the first call): so the dump is
+made by a second code generation of the same lowered module, whose result is dropped, and
+the executable comes from the build's own, option-free code generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from passlab.errors import LlvmOptionError
+
+__all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
+           "record_codegen", "split_functions", "function_stats", "vector_types",
+           "PRINT_OPTIONS", "MODULE", "LLVM_STAGE"]
+
+#: What passlab adds to a build's options to record LLVM's passes.
+PRINT_OPTIONS = ("-print-changed:bool=true", "-print-loop-func-scope:bool=true")
+#: The pseudo-function that stands for a module's text outside its function definitions
+#: (globals, declarations, attribute groups, metadata) in a module pass's dump.
+MODULE = "[module]"
+#: The stage (and level) of a trace's LLVM steps.
+LLVM_STAGE = "llvm"
+
+_TYPES = ("bool", "int", "uint", "string")
+_OPTION = re.compile(r"^(--?)([A-Za-z0-9][\w.-]*)(?::([A-Za-z]*))?(?:=(.*))?$", re.S)
+_BOOLS = {"true": "true", "1": "true", "false": "false", "0": "false"}
+
+#: Options TVM's cl-opt cannot set without undefined behaviour (their LLVM type is not
+#: one of bool/int/uint/string), and the printing options passlab drives itself.
+REFUSED = {
+    "pass-remarks": "a regex option: TVM casts it to a string option and the build dies "
+                    "with std::bad_alloc (see passlab.analysis.vectorization for what the "
+                    "dump tells about vectorization instead)",
+    "pass-remarks-missed": "a regex option (std::bad_alloc in TVM 0.27's cl-opt)",
+    "pass-remarks-analysis": "a regex option (std::bad_alloc in TVM 0.27's cl-opt)",
+    "pass-remarks-output": "a tool option of opt/clang, not an option of LLVM's library",
+    "pass-remarks-filter": "a tool option of opt/clang, not an option of LLVM's library",
+    "print-after": "a list option: TVM 0.27's cl-opt sets only bool, int, uint and string",
+    "print-before": "a list option: TVM 0.27's cl-opt sets only bool, int, uint and string",
+    "filter-print-funcs": "a list option: TVM 0.27's cl-opt sets only scalar options",
+    "filter-passes": "a list option: TVM 0.27's cl-opt sets only scalar options",
+    "debug-only": "a list option (and only in LLVM builds with assertions)",
+    "print-changed": "passlab prints LLVM's changes itself: build with llvm_passes=True",
+    "print-after-all": "its output would mix with the dump passlab reads: build with "
+                       "llvm_passes=True to record every pass that changed the IR",
+    "print-before-all": "its output would mix with the dump passlab reads: build with "
+                        "llvm_passes=True",
+    "print-module-scope": "passlab chooses how LLVM prints its passes: build with "
+                          "llvm_passes=True",
+    "print-loop-func-scope": "passlab sets it itself when it records LLVM's passes",
+    "ir-dump-directory": "LLVM would print into files instead of the stream passlab reads",
+}
+
+
+def check_options(options: Sequence[str]) -> tuple[str, ...]:
+    """`options` in the form TVM 0.27 parses, each typed: `-name` becomes
+    `-name:bool=true`, `-name=false` `-name:bool=false`. Raises
+    `passlab.errors.LlvmOptionError` naming the first bad one and what would be
+    right (no TVM call: `unknown_options` asks LLVM which names it knows).
+
+    Examples
+    --------
+    >>> from passlab._tvm.llvm import check_options
+    >>> check_options(["-vectorize-loops:bool=false", "-unroll-threshold:int=0", "-x"])
+    ('-vectorize-loops:bool=false', '-unroll-threshold:int=0', '-x:bool=true')
+    """
+    if isinstance(options, str):
+        options = [options]
+    out = []
+    for opt in options:
+        if not isinstance(opt, str):
+            raise LlvmOptionError(f"an LLVM option is a string such as "
+                                  f"'-vectorize-loops:bool=false', not {opt!r}")
+        m = _OPTION.match(opt.strip())
+        if m is None:
+            raise LlvmOptionError(
+                f"LLVM option {opt!r} is not of the form TVM reads: -name, -name:bool=true, "
+                "-name:int=N, -name:uint=N or -name:string=TEXT (e.g. "
+                "'-vectorize-loops:bool=false', '-unroll-threshold:int=0')")
+        _, name, kind, value = m.groups()
+        if name in REFUSED:
+            raise LlvmOptionError(f"LLVM option -{name} cannot be set through TVM 0.27's "
+                                  f"cl-opt: {REFUSED[name]}")
+        if kind is not None and kind not in _TYPES:
+            raise LlvmOptionError(f"LLVM option {opt!r}: type {kind!r} is not one TVM reads; "
+                                  f"the types are {', '.join(_TYPES)} (-{name}:int=4)")
+        if kind is None:
+            if value is None:
+                kind, value = "bool", "true"
+            elif value.lower() in _BOOLS:
+                kind, value = "bool", _BOOLS[value.lower()]
+            else:
+                raise LlvmOptionError(
+                    f"LLVM option {opt!r}: TVM reads an untyped value as true or false, and "
+                    f"{value!r} is neither; give the option's own type: -{name}:int={value}, "
+                    f"-{name}:uint={value} or -{name}:string={value}")
+        if value is None:
+            if kind != "bool":
+                raise LlvmOptionError(f"LLVM option {opt!r} needs a value: -{name}:{kind}=...")
+            value = "true"
+        if kind == "bool":
+            if value.lower() not in _BOOLS:
+                raise LlvmOptionError(f"LLVM option {opt!r}: a bool is true or false, not "
+                                      f"{value!r}")
+            value = _BOOLS[value.lower()]
+        elif kind in ("int", "uint"):
+            if not re.fullmatch(r"[-+]?\d+", value.strip()) or (
+                    kind == "uint" and value.strip().startswith("-")):
+                raise LlvmOptionError(f"LLVM option {opt!r}: {value!r} is not an "
+                                      f"{'unsigned ' if kind == 'uint' else ''}integer")
+            number = int(value)
+            lo, hi = (-2**31, 2**31 - 1) if kind == "int" else (0, 2**32 - 1)
+            if not lo <= number <= hi:
+                raise LlvmOptionError(f"LLVM option {opt!r}: {number} is outside the range "
+                                      f"of an LLVM {kind} ({lo}..{hi})")
+            value = str(number)
+        elif "," in value:  # TVM's target string joins options with commas
+            raise LlvmOptionError(f"LLVM option {opt!r}: a string value cannot hold a comma "
+                                  "(TVM joins a target's options with commas)")
+        out.append(f"-{name}:{kind}={value}")
+    return tuple(out)
+
+
+def option_name(option: str) -> str:
+    """The name of a typed option: `-vectorize-loops:bool=false` -> `vectorize-loops`."""
+    return option.lstrip("-").split(":", 1)[0].split("=", 1)[0]
+
+
+def codegen_target(tgt: Any, options: Sequence[str]) -> Any:
+    """`tgt` (a `tvm.target.Target` of kind llvm, or with an llvm host) with
+    `options` added to its (its host's) `cl-opt`; an option the target already sets is
+    replaced."""
+    import tvm
+
+    if not options:
+        return tgt
+    if tgt.kind.name != "llvm" and tgt.host is not None:
+        return tgt.with_host(codegen_target(tgt.host, options))
+    config = dict(tgt.export())
+    names = {option_name(o) for o in options}
+    kept = [str(o) for o in config.get("cl-opt", ()) if option_name(str(o)) not in names]
+    config["cl-opt"] = [*kept, *options]
+    return tvm.target.Target(config)
+
+
+def llvm_version() -> int:
+    """The major version of the LLVM inside TVM (22 in apache-tvm 0.27)."""
+    import tvm
+
+    return int(tvm.target.codegen.llvm_version_major())
+
+
+def unknown_options(tgt: Any) -> tuple[str, ...]:
+    """The names in `tgt`'s `cl-opt` that LLVM does not know (TVM would ignore them
+    with a log line). Parses the target's LLVM options without applying them."""
+    import tvm
+
+    said: list[bytes] = []
+    with _fd2_to(said.append):
+        tvm.target.codegen.llvm_get_cpu_archlist(tgt)
+    text = b"".join(said).decode("utf-8", "replace")
+    return tuple(re.findall(r'"([^"]+)" is not an LLVM option', text))
+
+
+# ---------------------------------------------------------------------- reading dumps
+@dataclass(frozen=True)
+class LlvmDump:
+    """One pass that changed the IR, as LLVM printed it: `pass_name` ("InstCombinePass"),
+    `target` (what it ran on, as printed: a function, "loop %x in function f", "(f, g)",
+    "[module]"), `scope` ("function", "loop", "cgscc" or "module"), `changes`: the
+    functions whose text differs, each `(symbol, before, after)` ("" before for a new
+    function, "" after for a deleted one; `MODULE` for the module's text outside its
+    functions), and `skipped`: how many pass runs printed "omitted because no change"
+    since the previous changed one (folded into this step)."""
+
+    pass_name: str
+    target: str
+    scope: str
+    changes: tuple[tuple[str, str, str], ...]
+    skipped: int = 0
+
+
+_HEADER = re.compile(
+    r"^\*\*\* IR (Dump At Start|Dump After|Deleted After|Pass)(?: (.*?))? \*\*\*$")
+_AFTER = re.compile(r"^(.+?) on (.+?)( omitted because no change| filtered out)?$")
+_DEFINE = re.compile(r'^define\b[^@]*@"?([\w.$-]+)"?\(')
+# TVM's own log lines ("[18:51:39] /project/src/...cc:246: Error: ..."): never IR
+_TVM_LOG = re.compile(r"^\[\d\d:\d\d:\d\d\] \S+:\d+: ")
+
+
+def split_functions(lines: Sequence[str]) -> tuple[dict[str, str], str]:
+    """The function definitions in printed LLVM IR, `{symbol: text}` (each with its
+    `; Function Attrs:` comment line), and the rest of the text (globals, declarations,
+    attribute groups, metadata) with blank lines dropped."""
+    funcs: dict[str, str] = {}
+    rest: list[str] = []
+    current: str | None = None
+    body: list[str] = []
+    pending: list[str] = []
+    for line in lines:
+        if current is not None:
+            body.append(line)
+            if line == "}":
+                funcs[current] = "\n".join(body)
+                current, body = None, []
+            continue
+        m = _DEFINE.match(line)
+        if m is not None:
+            current, body, pending = m.group(1), [*pending, line], []
+        elif line.startswith("; Function Attrs:"):
+            rest.extend(pending)
+            pending = [line]
+        else:
+            rest.extend(pending)
+            pending = []
+            if line.strip():
+                rest.append(line)
+    if current is not None:  # an unterminated definition (a cut dump): keep what came
+        funcs[current] = "\n".join(body)
+    rest.extend(pending)
+    return funcs, "\n".join(rest)
+
+
+def _scope(target: str) -> tuple[str, tuple[str, ...]]:
+    """(scope, the functions it names) of a header's target."""
+    if target == "[module]":
+        return "module", ()
+    if target.startswith("loop ") and " in function " in target:
+        return "loop", (target.rsplit(" in function ", 1)[1],)
+    if target.startswith("(") and target.endswith(")"):
+        return "cgscc", tuple(t.strip() for t in target[1:-1].split(",") if t.strip())
+    return "function", (target,)
+
+
+class DumpReader:
+    """Reads `-print-changed` output as it arrives (`feed` bytes, then `close`)
+    and keeps, per pass that changed something, the functions' text before and after
+    (`LlvmDump`): the text before is what the function looked like at its last
+    change, so nothing but each function's current text and the changes are held. Lines
+    that are not LLVM's dump (TVM's log) are handed to `passthrough`.
+
+    `on_dump(dump)` (optional) sees each changed pass as soon as it is read."""
+
+    def __init__(self, passthrough: Callable[[bytes], None] | None = None,
+                 on_dump: Callable[[LlvmDump], None] | None = None) -> None:
+        self.dumps: list[LlvmDump] = []
+        self.skipped: dict[str, int] = {}
+        """`{pass name: runs that changed nothing}` over the whole dump."""
+        self.headers = 0
+        """Every `IR Dump After`/`IR Deleted After` header read (changed or not)."""
+        self.start: dict[str, str] = {}
+        """`{symbol: text}` of the module before LLVM's first pass."""
+        self._now: dict[str, str] = {}
+        self._passthrough = passthrough
+        self._on_dump = on_dump
+        self._pending = b""
+        self._head: tuple[str, str] | None = None  # (kind, header text) of the open body
+        self._body: list[str] = []
+        self._since = 0  # no-change runs since the last changed dump
+        self._started = False
+
+    # ------------------------------------------------------------------ streaming
+    def feed(self, chunk: bytes) -> None:
+        data = self._pending + chunk
+        *lines, self._pending = data.split(b"\n")
+        passed = []
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if line.startswith("*** IR "):
+                m = _HEADER.match(line)
+                if m is not None:
+                    self._header(m.group(1), m.group(2) or "")
+                    continue
+            if self._head is None or _TVM_LOG.match(line):
+                passed.append(raw + b"\n")
+            else:
+                self._body.append(line)
+        if passed and self._passthrough is not None:
+            self._passthrough(b"".join(passed))
+
+    def close(self) -> None:
+        if self._pending:
+            tail, self._pending = self._pending, b""
+            self.feed(tail + b"\n")
+        self._finish()
+        self._head = None
+
+    # -------------------------------------------------------------------- headers
+    def _header(self, kind: str, text: str) -> None:
+        self._finish()
+        self._head = None
+        if kind == "Dump At Start":
+            self._started = True
+            self._head = (kind, text)
+        elif kind in ("Dump After", "Deleted After"):
+            self.headers += 1
+            m = _AFTER.match(text)
+            if m is None:
+                return
+            if m.group(3):  # omitted because no change / filtered out
+                self._since += 1
+                name = m.group(1)
+                self.skipped[name] = self.skipped.get(name, 0) + 1
+                return
+            self._head = (kind, text)
+        # "IR Pass ... ignored/invalidated": no body
+
+    def _finish(self) -> None:
+        if self._head is None:
+            return
+        kind, text = self._head
+        lines, self._body = self._body, []
+        if kind == "Dump At Start":
+            funcs, rest = split_functions(lines)
+            self._now = {**funcs, MODULE: rest}
+            self.start = dict(self._now)
+            return
+        m = _AFTER.match(text)
+        if m is None:
+            return
+        pass_name, target = m.group(1), m.group(2)
+        scope, named = _scope(target)
+        changes: list[tuple[str, str, str]] = []
+        if kind == "Deleted After":
+            for sym in named:
+                changes.append((sym, self._now.pop(sym, ""), ""))
+        else:
+            if scope == "loop" and lines and lines[0].startswith(" (loop:"):
+                lines = lines[1:]
+            funcs, rest = split_functions(lines)
+            if scope == "module":
+                for sym in [s for s in self._now if s != MODULE and s not in funcs]:
+                    changes.append((sym, self._now.pop(sym), ""))  # gone from the module
+                if rest != self._now.get(MODULE, ""):
+                    changes.append((MODULE, self._now.get(MODULE, ""), rest))
+                    self._now[MODULE] = rest
+            for sym, after in funcs.items():
+                before = self._now.get(sym, "")
+                if after != before:
+                    changes.append((sym, before, after))
+                    self._now[sym] = after
+        dump = LlvmDump(pass_name, target, scope, tuple(changes), self._since)
+        self._since = 0
+        self.dumps.append(dump)
+        if self._on_dump is not None:
+            self._on_dump(dump)
+
+    @property
+    def final(self) -> dict[str, str]:
+        """`{symbol: text}` after the last pass (the module the code was made from)."""
+        return {k: v for k, v in self._now.items() if k != MODULE}
+
+
+# --------------------------------------------------------------------- descriptor 2
+@contextlib.contextmanager
+def _fd2_to(consume: Callable[[bytes], None]) -> Iterator[Callable[[bytes], None]]:
+    """Inside the block, everything written to file descriptor 2 (C++ writes there,
+    below `sys.stderr`) goes to `consume` in a reader thread, as it comes; the block
+    gets a function that writes to the descriptor's previous target (the real stderr, or
+    the pipe of an enclosing capture). Where descriptor 2 cannot be redirected, nothing is
+    captured and the writer writes to stderr."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield lambda data: None
+        return
+    read_end, write_end = os.pipe()
+
+    def write_back(data: bytes) -> None:
+        try:
+            os.write(saved, data)
+        except OSError:
+            pass
+
+    failed: list[BaseException] = []
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(read_end, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if failed:  # the consumer broke: the rest passes through unread
+                write_back(chunk)
+                continue
+            try:
+                consume(chunk)
+            except BaseException as exc:  # noqa: BLE001 - raised after the block; the
+                failed.append(exc)  # pipe must be drained meanwhile
+
+    reader = threading.Thread(target=pump, name="passlab-llvm-dump", daemon=True)
+    reader.start()
+    fault = faulthandler.is_enabled()
+    if fault:  # a crash report must reach the real stderr, not a pipe nobody reads then
+        faulthandler.enable(file=saved)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield write_back
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)  # closes the pipe's last write end: the reader sees the end
+        reader.join()
+        if fault:
+            faulthandler.enable(file=sys.__stderr__ or 2)
+        os.close(saved)
+        os.close(read_end)
+    if failed:
+        raise failed[0]
+
+
+def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
+                   on_dump: Callable[[LlvmDump], None] | None = None) -> DumpReader:
+    """Run TVM's LLVM code generator on `host_mod` (the lowered host module, as
+    `tvm.tirx.build` hands it over) with `options` and `PRINT_OPTIONS`, and read
+    what LLVM prints as it prints it. The runtime module made is dropped: it remembers the
+    printing options and would print again whenever LLVM touched it later. Anything on
+    descriptor 2 that is not LLVM's dump goes on to the real stderr (or an enclosing
+    capture)."""
+    from tvm import ir
+    from tvm.tirx.build import codegen_build
+
+    target = codegen_target(tgt, [*options, *PRINT_OPTIONS])
+    whole = ir.IRModule({}, attrs=host_mod.attrs)  # as tvm.tirx.build's tir_to_runtime
+    whole.update(host_mod)
+    holder: list[DumpReader] = []
+    with _fd2_to(lambda chunk: holder[0].feed(chunk)) as write_back:
+        holder.append(DumpReader(write_back, on_dump))
+        lib = codegen_build(whole, target)
+        del lib
+    reader = holder[0]
+    reader.close()
+    return reader
+
+
+# ------------------------------------------------------------------- IR statistics
+_LABEL = re.compile(r"^([\w.$-]+|\"[^\"]*\"|\d+):")
+_VECTOR = re.compile(r"<(?:vscale x )?(\d+) x ([\w.]+|ptr)>")
+
+
+@dataclass(frozen=True)
+class FunctionStats:
+    """Counts of one function's printed LLVM IR: instructions (debug records and labels
+    are not), basic blocks, instructions whose type or operands are vectors, and the
+    vector types they use (`{"<8 x float>": 12}`)."""
+
+    instructions: int = 0
+    blocks: int = 0
+    vector_instructions: int = 0
+    vector_types: tuple[tuple[str, int], ...] = field(default=())
+
+
+def function_stats(text: str) -> FunctionStats:
+    """`FunctionStats` of one function's text ("" gives zeros)."""
+    if not text:
+        return FunctionStats()
+    instructions = vector = 0
+    blocks = 0
+    types: dict[str, int] = {}
+    in_body = False
+    first = True
+    for line in text.split("\n"):
+        if not in_body:
+            in_body = line.startswith("define ")
+            continue
+        if line == "}":
+            break
+        if not line or line.startswith(";"):
+            continue
+        if not line[0].isspace():
+            if _LABEL.match(line):
+                blocks += 1
+                first = False
+            continue
+        stripped = line.lstrip()
+        if stripped.startswith(("#dbg_", ";")):
+            continue
+        if first:  # instructions before any label: the unnamed entry block
+            blocks += 1
+            first = False
+        instructions += 1
+        found = _VECTOR.findall(stripped)
+        if found:
+            vector += 1
+            for lanes, elem in found:
+                key = f"<{lanes} x {elem}>"
+                types[key] = types.get(key, 0) + 1
+    return FunctionStats(instructions, blocks, vector,
+                         tuple(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def vector_types(text: str) -> dict[str, int]:
+    """`{"<8 x float>": n, ...}`: how often each vector type is written in `text`
+    (any LLVM IR: a function, a module)."""
+    out: dict[str, int] = {}
+    for lanes, elem in _VECTOR.findall(text):
+        key = f"<{lanes} x {elem}>"
+        out[key] = out.get(key, 0) + 1
+    return out

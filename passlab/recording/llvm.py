@@ -1,0 +1,178 @@
+"""LLVM's own passes as steps of the trace: what LLVM's optimisation pipeline did to each
+kernel between the last TIR pass and the generated code.
+
+`passlab.build(..., llvm_passes=True)` has TVM's LLVM code generator print, for every
+pass that changed a function, the function after it (`-print-changed`, read as it
+streams by `passlab._tvm.llvm`). Each of those passes becomes one step nested under the
+`codegen` step: stage and level `"llvm"`, kind `"inner"`, its name LLVM's pass name
+(`InstCombinePass`), and `Step.llvm` holding an `LlvmChange`: the functions it
+changed, each with its LLVM IR before and after and the TIR kernel (PrimFunc) it belongs
+to. Pass runs that changed nothing are folded away (counted on the next step that did
+change something, and per pass in `trace.llvm_summary`).
+
+The text before a change is the text after the function's previous change (one string
+object, shared), so a trace holds each distinct printed function once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from passlab._tvm import codegen as _codegen
+from passlab._tvm import llvm as _llvm
+from passlab.recording.trace import Changes, Step, Trace
+
+__all__ = ["LlvmFunction", "LlvmChange", "LlvmSummary", "llvm_steps", "with_llvm_steps",
+           "LLVM_STAGE", "MODULE"]
+
+LLVM_STAGE = _llvm.LLVM_STAGE
+MODULE = _llvm.MODULE
+
+
+@dataclass(frozen=True)
+class LlvmFunction:
+    """One function an LLVM pass changed: its generated `symbol`
+    (`fused_add_compute_`, `__tvm_ffi_fused_add`; `MODULE` for the module's text
+    outside its functions), the TIR `kernel` it belongs to (None for TVM's runtime
+    helpers such as `__tvm_set_raised_6`, and for the module text), and its LLVM IR
+    `before` and `after` the pass ("" before: the pass made it; "" after: the pass
+    deleted it)."""
+
+    symbol: str
+    kernel: str | None
+    before: str
+    after: str
+
+    @property
+    def status(self) -> str:
+        """"added", "removed" or "modified"."""
+        if not self.before:
+            return "added"
+        return "removed" if not self.after else "modified"
+
+
+@dataclass(frozen=True)
+class LlvmChange:
+    """What one LLVM pass run changed (a step's `Step.llvm`): `pass_name` as LLVM
+    prints it, `target` what it ran on as LLVM printed it (a function, `loop %x in
+    function f`, `(f, g)` for a call-graph SCC, `[module]`), `scope`
+    ("function", "loop", "cgscc" or "module"), the `functions` it changed and
+    `skipped`: runs of LLVM passes that changed nothing just before this one, folded
+    into it."""
+
+    pass_name: str
+    target: str
+    scope: str
+    functions: tuple[LlvmFunction, ...]
+    skipped: int = 0
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The TIR kernels whose functions this pass changed, in order."""
+        return tuple(dict.fromkeys(f.kernel for f in self.functions if f.kernel is not None))
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(f.symbol for f in self.functions)
+
+    @cached_property
+    def changes(self) -> Changes:
+        """The functions changed, as a step's change set (by generated symbol)."""
+        by = {"added": [], "removed": [], "modified": []}  # type: dict[str, list[str]]
+        for f in self.functions:
+            by[f.status].append(f.symbol)
+        return Changes(tuple(by["added"]), tuple(by["removed"]), tuple(by["modified"]))
+
+    def function(self, symbol: str) -> LlvmFunction:
+        for f in self.functions:
+            if f.symbol == symbol:
+                return f
+        from passlab.errors import unknown
+
+        raise unknown("function", symbol, self.symbols, extra=f"(changed by {self.pass_name})")
+
+
+@dataclass(frozen=True)
+class LlvmSummary:
+    """How LLVM's pipeline was recorded for a trace (`trace.llvm_summary`): the LLVM
+    `options` of the build (`Pipeline.llvm_options`), `runs`: every pass run LLVM
+    reported on (changed or not), `changed`: the runs that changed something (one step
+    each), `unchanged`: `{pass name: runs that changed nothing}`, and `seconds`:
+    what the recording cost (a second code generation that prints; LLVM's own printing is
+    most of it)."""
+
+    options: tuple[str, ...]
+    runs: int
+    changed: int
+    unchanged: tuple[tuple[str, int], ...]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(options=list(self.options), runs=self.runs, changed=self.changed,
+                    unchanged=[list(x) for x in self.unchanged], seconds=self.seconds)
+
+
+def _kernel_of(symbol: str, kernels: Sequence[str]) -> str | None:
+    if symbol == MODULE:
+        return None
+    return _codegen.kernel_of(symbol, kernels)
+
+
+def llvm_steps(dumps: Sequence[Any], kernels: Sequence[str], parent: Step,
+               first_index: int, hash_cache: Any) -> list[Step]:
+    """One step per changed dump (`passlab._tvm.llvm.LlvmDump`), nested under
+    `parent` (the codegen step), numbered from `first_index`."""
+    steps: list[Step] = []
+    seen: dict[str, int] = {}
+    module = parent.module
+    for k, d in enumerate(dumps):
+        funcs = tuple(LlvmFunction(sym, _kernel_of(sym, kernels), before, after)
+                      for sym, before, after in d.changes)
+        change = LlvmChange(d.pass_name, d.target, d.scope, funcs, d.skipped)
+        occ = seen.get(d.pass_name, 0)
+        seen[d.pass_name] = occ + 1
+        steps.append(Step(first_index + k, d.pass_name, parent.depth + 1, parent.index,
+                          LLVM_STAGE, "inner", "tvm", occ, None, module, module, False,
+                          hash_cache, llvm=change))
+    return steps
+
+
+def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
+                    progress: Any = None) -> Trace:
+    """`trace` (a finished build's, ending in its `codegen` step) with LLVM's passes
+    as steps after that step: the lowered host module (the `host_finalize` stage's
+    output, what TVM's code generator received) is compiled again with `options` and
+    LLVM's change printing, read as it streams; the build's own executable is not
+    touched. `progress` (a `passlab._progress.Bar` or None) gets a note as passes
+    are read."""
+    from passlab.recording.codegen import _final_module
+
+    code_step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
+    if code_step is None:
+        raise ValueError("this trace has no codegen step (a failed build, kernels reused "
+                         "from an earlier build, or a module without TIR kernels): there "
+                         "is no LLVM code generation to record")
+    host = _final_module(trace, "host_finalize")
+    if host is None:
+        raise ValueError("this trace does not hold the host_finalize stage's output (the "
+                         "module TVM's code generator receives): build with passlab's own "
+                         "TIR pipeline (tir_pipeline=None) to record LLVM's passes")
+    seen = [0]
+
+    def note(dump: Any) -> None:
+        seen[0] += 1
+        if progress is not None and seen[0] % 25 == 1:
+            progress.note(f"LLVM: {seen[0]} passes changed the IR ({dump.pass_name})")
+
+    start = time.perf_counter()
+    reader = _llvm.record_codegen(host, tgt, options, on_dump=note)
+    seconds = time.perf_counter() - start
+    kernels = code_step.code.kernels
+    steps = llvm_steps(reader.dumps, kernels, code_step, len(trace), code_step._hash)
+    summary = LlvmSummary(tuple(options), reader.headers, len(reader.dumps),
+                          tuple(sorted(reader.skipped.items())), seconds)
+    return Trace([*trace, *steps], {**trace._meta, "llvm": summary}, adopt=True)

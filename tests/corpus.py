@@ -1,7 +1,9 @@
 """A corpus of real architectures, built from their own libraries with random weights
 (nothing is downloaded), small enough to build in seconds: torchvision ResNet-50,
-MobileNetV3, ConvNeXt, ViT and Swin; Hugging Face GPT-2, BERT and a GQA Llama (static and
-dynamic sequence length) from configs; an ONNX export whose weights are graph inputs.
+MobileNetV3, ConvNeXt, ViT, Swin and DenseNet-121 (dense blocks: every layer reads all
+earlier outputs, the densest graph of the set); Hugging Face GPT-2, BERT and a GQA Llama
+(static and dynamic sequence length) from configs; an ONNX export whose weights are graph
+inputs.
 
 ``tests/test_corpus.py`` builds each once; ``python tests/corpus.py [NAME...]`` prints
 how long each takes to make, load and build.
@@ -45,7 +47,7 @@ SEQ = 16
 ATOL, RTOL = 1e-4, 1e-4
 
 _ARCHITECTURES = ("resnet", "mobilenetv2", "mobilenetv3", "efficientnet", "convnext",
-                  "vision_transformer", "swin_transformer")
+                  "vision_transformer", "swin_transformer", "densenet")
 
 
 def torchvision_models() -> types.SimpleNamespace:
@@ -186,6 +188,12 @@ def _resnet18(tv):
     return tv.resnet.resnet18(weights=None, num_classes=10)
 
 
+def _densenet121(tv):
+    # every layer of a dense block concatenates all earlier outputs: ~250 kernels and a
+    # graph with many long edges, the case where an unbounded Graphviz layout blows up
+    return tv.densenet.densenet121(weights=None, num_classes=10)
+
+
 MODELS: dict[str, Model] = {m.name: m for m in (
     Model("resnet50", _vision(_resnet50), source="layer1.0.conv1"),
     Model("mobilenet_v3", _vision(_mobilenet), source="features.1.block.0"),
@@ -199,6 +207,8 @@ MODELS: dict[str, Model] = {m.name: m for m in (
           source="layers.0.self_attn"),
     Model("onnx_resnet18", _vision(_resnet18), via="onnx",
           source="/layer1/layer1.0/conv1/Conv"),
+    Model("densenet121", _vision(_densenet121),
+          source="features.denseblock1.denselayer1.conv1"),
 )}
 NAMES = tuple(MODELS)
 #: the entry function's real inputs, as the fused graph shows them

@@ -24,7 +24,7 @@ import corpus  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-VISION = ("resnet50", "mobilenet_v3", "convnext", "vit", "swin", "onnx_resnet18")
+VISION = ("resnet50", "mobilenet_v3", "convnext", "vit", "swin", "onnx_resnet18", "densenet121")
 
 
 @pytest.fixture(scope="module", params=corpus.NAMES)

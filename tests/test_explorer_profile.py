@@ -15,7 +15,7 @@ pytest.importorskip("anywidget", reason="the Explorer needs the 'notebook' extra
 import passlab  # noqa: E402
 from passlab.errors import DeviceUnavailableError  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
-from passlab.views.explorer_profile import SORTS, sorted_kernels  # noqa: E402
+from passlab.views.explorer_profile import SORTS, seconds_text, sorted_kernels  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -141,14 +141,18 @@ def test_the_table_says_what_the_numbers_mean(mlp_profile):
 
     html = pane_html(mlp_profile)
     summary = re.search(r'<div class="plx-profile-summary">(.*?)</div>', html).group(1)
-    assert summary.startswith("forward on llvm (cpu") and " instrumented run, 4 kernels " \
-        "take " in summary
+    assert summary.startswith("forward on llvm (cpu") and "4 kernels take " in summary
+    assert summary == re.sub("'", "&#x27;", mlp_profile.sentence())
     assert "the hooks&#x27;" in html and "instrumented runs" in html
     heads = re.findall(r'class="plx-profile-sort" data-sort="[^"]+" title="sort by ([^"]+)"',
                        html)
-    assert heads == ["kernel", "calls", "per call", "per run", "share", "alone",
-                     "in place/alone", "GFLOP/s", "GB/s", "sources", "passes"]
-    assert '<th class="num" title="the 95% interval of the median per call' in html
+    assert heads == ["kernel", "calls", "per call", "per run", "share", "in place / alone",
+                     "GFLOP/s", "GB/s", "sources", "passes"]
+    # the interval's width beside the median, the interval itself on hover
+    k = mlp_profile["fused_matmul_add_relu"]
+    row = re.search(r'data-kernel="fused_matmul_add_relu".*?</tr>', html).group(0)
+    assert '<span class="plx-profile-ci">+-' in row and "95% interval" in row
+    assert f'title="alone: {seconds_text(k.alone_s)} per call"' in row
     # long lists are cut short in the cell, whole on hover
     k = mlp_profile["fused_matmul_add_relu"]
     assert (f'<td class="plx-profile-clip" title="{", ".join(k.passes)}">'

@@ -233,6 +233,13 @@ class Profile(NamedSequence[KernelTime], Displayable):
         raise unknown("kernel", name, [k.kernel for k in self.kernels],
                       extra="(the kernels this run called)")
 
+    def _whole(self) -> float:
+        """What shares are of: the instrumented run, or the parts' sum where the noise
+        put the run below it."""
+        inst = 0.0 if math.isnan(self.instrumented_s) else self.instrumented_s
+        over = 0.0 if math.isnan(self.overhead_s) else self.overhead_s
+        return max(inst, self.kernels_s + over)
+
     @property
     def kernels_s(self) -> float:
         """The kernels' times per run (in place), summed."""
@@ -306,7 +313,7 @@ class Profile(NamedSequence[KernelTime], Displayable):
             for s in names:
                 totals[s] = totals.get(s, 0.0) + k.total_s / len(names)
                 owners.setdefault(s, []).append(k.kernel)
-        whole = self.instrumented_s if self.instrumented_s > 0 else self.kernels_s or 1.0
+        whole = self._whole() or 1.0
         rows = sorted(((s, tuple(owners[s]), t, min(1.0, t / whole))
                        for s, t in totals.items()), key=lambda r: (-r[2], r[0]))
         return SourceTimes(tuple(rows), level)
@@ -322,20 +329,22 @@ class Profile(NamedSequence[KernelTime], Displayable):
             return (f"{head}: {_ms(self.end_to_end_s)} end to end; {len(self.kernels)} "
                     f"kernels take {_ms(self.kernels_s)} in place (hooks included).")
 
-        def part(v: float) -> str:
-            return f"{_ms(v)} ({v / inst:.0%})" if inst > 0 else _ms(v)
-
         un, noise = self.unattributed_s, self.noise_s
+        kernels = f"{len(self.kernels)} kernel{'s' if len(self.kernels) != 1 else ''}"
         if un >= 0:
-            rest = f"{part(un)} between calls is unattributed"
-        elif math.isnan(noise) or un >= -noise:
-            rest = f"the rest is {_ms(un)}, within the noise (+-{_ms(noise)})"
-        else:
-            rest = (f"the parts exceed the run by {_ms(-un)}, more than its noise "
-                    f"(+-{_ms(noise)})")
-        return (f"{head}: of the {_ms(inst)} instrumented run, {len(self.kernels)} "
-                f"kernels take {part(self.kernels_s)}, the runtime's own work "
-                f"{part(self.overhead_s)}, and {rest}.")
+            def part(v: float) -> str:
+                return f"{_ms(v)} ({v / inst:.0%})" if inst > 0 else _ms(v)
+
+            return (f"{head}: of the {_ms(inst)} instrumented run, {kernels} take "
+                    f"{part(self.kernels_s)}, the runtime's own work "
+                    f"{part(self.overhead_s)}, and {part(un)} between calls is "
+                    "unattributed.")
+        # the parts measured longer than the run: no share above 100% is printed
+        noise_text = f"+-{_ms(noise)}"
+        how = ("within" if math.isnan(noise) or un >= -noise else "more than")
+        return (f"{head}: {kernels} take {_ms(self.kernels_s)} and the runtime's own work "
+                f"{_ms(self.overhead_s)}, {_ms(-un)} more than the {_ms(inst)} "
+                f"instrumented run, {how} its noise ({noise_text}).")
 
     def summary(self) -> str:
         """`sentence()`, then the figures behind it: the plain run and its interval,

@@ -40,8 +40,7 @@ SORTS: dict[str, _Column] = {
     "median": _Column("per call", lambda k: k.median_s, True, True),
     "total": _Column("per run", lambda k: k.total_s, True, True),
     "share": _Column("share", lambda k: k.share, True, True),
-    "alone": _Column("alone", lambda k: _opt(k.alone_s), True, True),
-    "ratio": _Column("in place/alone", lambda k: _opt(k.in_place_ratio), True, True),
+    "ratio": _Column("in place / alone", lambda k: _opt(k.in_place_ratio), True, True),
     "gflops": _Column("GFLOP/s", lambda k: _opt(k.gflops), True, True),
     "gbps": _Column("GB/s", lambda k: _opt(k.gbps), True, True),
     "sources": _Column("sources", lambda k: ", ".join(k.sources), False, False),
@@ -94,13 +93,12 @@ def _header(sort: str) -> str:
         else:
             nxt = f"-{key}" if col.descending else key
             aria, arrow = "none", ""
-        cls = ' class="num"' if col.numeric else ""
+        cls = (' class="num plx-profile-rate"' if key in ("gflops", "gbps") else
+               ' class="num"' if col.numeric else "")
         cells.append(f'<th{cls} aria-sort="{aria}"><button type="button" '
                      f'class="plx-profile-sort" data-sort="{_render.esc(nxt)}" '
                      f'title="sort by {_render.esc(col.header)}">'
                      f"{_render.esc(col.header)}{arrow}</button></th>")
-    cells.insert(3, '<th class="num" title="the 95% interval of the median per call, as a '
-                    'share of it (the larger side)">+-</th>')
     return "<tr>" + "".join(cells) + "</tr>"
 
 
@@ -111,32 +109,38 @@ def _ci(k: Any) -> str:
 
 
 def _row(k: Any) -> str:
+    """One kernel's row: its median per call with the interval's width beside it (the
+    interval on hover), in place / alone (the alone time on hover), and the sources and
+    passes cut short (the whole lists on hover), so that the table fits a narrow pane."""
     cls = ["plx-profile-row"] + (["noisy"] if k.noisy else [])
-    title = "show this kernel in the fused graph"
-    alone = "" if k.alone_s is None else seconds_text(k.alone_s)
-    ratio = k.in_place_ratio
-    cells = [(k.kernel, "name", k.kernel), (str(k.calls), "num", ""),
-             (seconds_text(k.median_s), "num", ""), (_ci(k), "ci", ""),
-             (seconds_text(k.total_s), "num", ""), (f"{k.share:.1%}", "num", ""),
-             (alone, "num", ""), (_num(ratio), "num", ""), (_num(k.gflops), "num", ""),
-             (_num(k.gbps), "num", ""), (_short(k.sources), "clip", ", ".join(k.sources)),
-             (_short(k.passes), "clip", ", ".join(k.passes))]
-    tds = []
-    for text, kind, full in cells:
-        hover = f' title="{_render.esc(full)}"' if full else ""
-        if kind == "ci":
-            noisy = k.noisy
-            hover = (' title="the median\'s 95% interval is wider than '
-                     f'+-{k.ci_target:.0%}: time it again on a quiet machine"' if noisy else
-                     f' title="95% interval {_render.esc(seconds_text(k.ci_low_s))}-'
-                     f'{_render.esc(seconds_text(k.ci_high_s))} per call"')
-            tds.append(f'<td class="num{" plx-profile-noisy" if noisy else ""}"{hover}>'
-                       f'{_render.esc(text)}{" noisy" if noisy else ""}</td>')
-            continue
-        cls_ = {"num": "num", "name": "plx-profile-name", "clip": "plx-profile-clip"}[kind]
-        tds.append(f'<td class="{cls_}"{hover}>{_render.esc(text)}</td>')
-    return (f'<tr class="{" ".join(cls)}" data-kernel="{_render.esc(k.kernel)}" '
-            f'tabindex="0" title="{title}">{"".join(tds)}</tr>')
+    esc = _render.esc
+    ci = _ci(k)
+    if k.noisy:
+        call_tip = (f"the median's 95% interval ({seconds_text(k.ci_low_s)}-"
+                    f"{seconds_text(k.ci_high_s)}) is wider than +-{k.ci_target:.0%}: time it "
+                    "again on a quiet machine")
+    elif ci:
+        call_tip = f"95% interval {seconds_text(k.ci_low_s)}-{seconds_text(k.ci_high_s)}"
+    else:
+        call_tip = ""
+    per_call = (f'<td class="num{" plx-profile-noisy" if k.noisy else ""}" '
+                f'title="{esc(call_tip)}">{esc(seconds_text(k.median_s))}'
+                + (f'<br><span class="plx-profile-ci">+-{esc(ci)}'
+                   f'{" noisy" if k.noisy else ""}</span>' if ci else "") + "</td>")
+    ratio_tip = "" if k.alone_s is None else f"alone: {seconds_text(k.alone_s)} per call"
+    tds = [f'<td class="plx-profile-name">{esc(k.kernel)}</td>',
+           f'<td class="num">{k.calls}</td>', per_call,
+           f'<td class="num">{esc(seconds_text(k.total_s))}</td>',
+           f'<td class="num">{k.share:.1%}</td>',
+           f'<td class="num" title="{esc(ratio_tip)}">{esc(_num(k.in_place_ratio))}</td>',
+           f'<td class="num plx-profile-rate">{esc(_num(k.gflops))}</td>',
+           f'<td class="num plx-profile-rate">{esc(_num(k.gbps))}</td>']
+    for short, full in ((_short(k.sources), k.sources), (_short(k.passes), k.passes)):
+        tds.append(f'<td class="plx-profile-clip" title="{esc(", ".join(full))}">'
+                   f"{esc(short)}</td>")
+    rates = f"{_num(k.gflops) or '-'} GFLOP/s, {_num(k.gbps) or '-'} GB/s"
+    return (f'<tr class="{" ".join(cls)}" data-kernel="{esc(k.kernel)}" tabindex="0" '
+            f'title="{esc(rates)}; show this kernel in the fused graph">{"".join(tds)}</tr>')
 
 
 def pane_html(profile: Any, *, sort: str = DEFAULT_SORT, can_run: bool = False,

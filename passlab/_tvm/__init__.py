@@ -511,6 +511,50 @@ class ObjectCache:
         with self._lock:
             self._cache.clear()
 
+    def stores(self) -> list[tuple[Any, Any, int | None, Any]]:
+        """This cache as `forget_unreferenced` reads it (nothing for a weak one: it keeps
+        no object alive)."""
+        if self._weak:
+            return []
+        return [(self._cache, lambda entry: entry[0], None, self._lock)]
+
+
+def forget_unreferenced(stores: list[tuple[Any, Any, int | None, Any]]) -> int:
+    """Drop the entries of caches that outlive traces whose TVM objects nothing but
+    these caches refers to (a dropped build's functions and calls: each entry keeps its
+    objects alive so that an address is not reused); returns how many went.
+
+    `stores`: `(mapping, holder, n, lock)` per cache: `holder(entry)` is the tuple that
+    holds the entry's objects, its first `n` items (None: all). References are counted
+    with `sys.getrefcount`, less those the caches themselves hold (an object two caches
+    keep counts as unreferenced when only they keep it)."""
+    import sys
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        for lock in dict.fromkeys(lock for *_, lock in stores):
+            stack.enter_context(lock)
+        held: dict[int, int] = {}  # id -> references from the caches' holders
+        for mapping, holder, n, _ in stores:
+            for entry in mapping.values():
+                box = holder(entry)
+                for i in range(len(box) if n is None else n):
+                    if box[i] is not None:
+                        held[id(box[i])] = held.get(id(box[i]), 0) + 1
+
+        def unreferenced(box: Any, n: int | None) -> bool:
+            # getrefcount's argument is the one reference besides the caches'
+            return all(box[i] is None or sys.getrefcount(box[i]) - 1 <= held[id(box[i])]
+                       for i in range(len(box) if n is None else n))
+
+        gone = 0
+        for mapping, holder, n, _ in stores:
+            dead = [k for k, entry in mapping.items() if unreferenced(holder(entry), n)]
+            for k in dead:
+                del mapping[k]
+            gone += len(dead)
+    return gone
+
 
 # -------------------------------------------------------------------------- functions
 def functions(mod) -> dict[str, Any]:

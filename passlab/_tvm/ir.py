@@ -79,7 +79,7 @@ __all__ = [
     "short_op", "normalize_kernel", "split_fused_name", "op_pattern", "pattern_name",
     # _walk
     "Value", "CallSite", "Walk", "flatten", "Walker",
-    "clear_caches",
+    "clear_caches", "stores",
 ]
 
 
@@ -91,6 +91,15 @@ def clear_caches() -> None:
     ir_calls._call_shape.clear()
     ir_types._unbounded_infos.clear()
     walk._BLOCK_NAMES.clear()
+
+
+def stores() -> list[tuple[Any, Any, int | None, Any]]:
+    """The IR readers' caches that outlive traces (call targets, tensor types, block
+    names), as `_tvm.forget_unreferenced` reads them."""
+    from passlab._tvm import ir_calls, ir_types, walk
+
+    return [store for c in (ir_calls._call_shape, ir_types._unbounded_infos, walk._BLOCK_NAMES)
+            for store in c.stores()]
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -311,6 +311,13 @@ def prefetch(jobs: Iterable[tuple[Any, ...]]) -> int:
     return len(items)
 
 
+def stores() -> list[tuple[Any, Any, int, Any]]:
+    """The printing caches as `_tvm.forget_unreferenced` reads them: the printed texts
+    (`(function, text)` entries) and the binding counts (`(function, count)`)."""
+    first = lambda entry: entry  # noqa: E731 - the entry holds its function first
+    return [(_CACHE._data, first, 1, _CACHE._lock), (_COUNTS, first, 1, _CACHE._lock)]
+
+
 def clear_cache() -> None:
     """Forget every printed function (benchmarks measure first-view latency with it)."""
     _CACHE.clear()

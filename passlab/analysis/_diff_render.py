@@ -586,6 +586,11 @@ class _BlockCache:
         with self._lock:
             self._data.clear()
 
+    def stores(self) -> list[tuple[Any, Any, int, Any]]:
+        """This cache as `_tvm.forget_unreferenced` reads it: `(before, after, html)`
+        entries."""
+        return [(self._data, lambda entry: entry, 2, self._lock)]
+
     def __len__(self) -> int:
         return len(self._data)
 

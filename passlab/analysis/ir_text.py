@@ -59,3 +59,15 @@ def clear_caches() -> None:
     _diff_render.BLOCKS.clear()
     _diff_layout._pairs.cache_clear()
     _diff_layout._elided.cache_clear()
+
+
+def forget_unreferenced() -> int:
+    """Forget the printed text, rendered diff blocks and what the IR walks remember of
+    functions and calls nothing else refers to any more (a dropped build's: these caches
+    outlive traces, and each entry keeps its object alive). Returns how many entries
+    went."""
+    from passlab._tvm import ir
+    from passlab.analysis import _diff_render
+
+    return _tvm.forget_unreferenced(_diff_render.BLOCKS.stores() + printing.stores()
+                                    + ir.stores())

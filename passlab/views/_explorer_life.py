@@ -9,6 +9,14 @@ end shows: the front end says when a view opens and when it goes (a re-run cell'
 is cleared), and an Explorer handed to IPython's display counts as shown until then.
 IPython's output cache (`Out[n]`, `_`) does not keep an Explorer whose views are gone.
 
+An Explorer that nothing refers to is also closed right after the cell (or message) that
+dropped it, on the kernel's event loop, and at the end of every full cycle collection
+(`gc.collect()`; a callback in `gc.callbacks`): the last one re-opened with
+`ex = passlab.Explorer(...)` no longer waits for the next Explorer to let go of the one
+before it. Closing one also drops what the printing and diff caches (which outlive
+traces, each entry keeping its function alive) remember of functions nobody else refers
+to any more.
+
 No Jupyter here: the functions take the widget and read ipywidgets' and IPython's state
 only through the objects they are given or `sys.modules`.
 """
@@ -19,7 +27,7 @@ import sys
 import weakref
 from typing import Any
 
-__all__ = ["OPEN", "release_dropped", "views_message", "defer_release"]
+__all__ = ["OPEN", "release_dropped", "views_message", "defer_release", "watch_collections"]
 
 #: The Explorers not closed yet (weakly: the registry must not be one more holder).
 OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -57,32 +65,73 @@ def _cache_refs(widget: Any) -> int:
     return n
 
 
+_releasing = False  # release_dropped is running (a collection inside it does not re-enter)
+
+
 def release_dropped() -> int:
     """Close every open Explorer that only ipywidgets (and IPython's output cache) still
-    refers to and that no front end shows; returns how many were closed."""
-    closed = 0
-    for widget in list(OPEN):
-        if widget.comm is None or getattr(widget, "_views", 0) > 0 \
-                or getattr(widget, "_pinned", False):
-            continue
-        # the list above, the loop variable and getrefcount's argument: 3 references
-        held = sys.getrefcount(widget) - 3 - _own_refs(widget) - _cache_refs(widget)
-        if held <= 0:
-            widget.close()
-            closed += 1
-    return closed
+    refers to and that no front end shows; returns how many were closed. Closing any
+    also forgets what the IR caches hold of functions nothing refers to any more."""
+    global _releasing
+    if _releasing:
+        return 0
+    _releasing = True
+    try:
+        closed = 0
+        for widget in list(OPEN):
+            if widget.comm is None or getattr(widget, "_views", 0) > 0 \
+                    or getattr(widget, "_pinned", False):
+                continue
+            # the list above, the loop variable and getrefcount's argument: 3 references
+            held = sys.getrefcount(widget) - 3 - _own_refs(widget) - _cache_refs(widget)
+            if held <= 0:
+                widget.close()
+                closed += 1
+        widget = None  # the loop's name no longer holds the last one
+        if closed:
+            from passlab.analysis.ir_text import forget_unreferenced
+
+            forget_unreferenced()
+        return closed
+    finally:
+        _releasing = False
 
 
-def defer_release() -> None:
-    """Run `release_dropped` once the current message is handled (its frames hold
-    the widget it was for), on the kernel's event loop; nothing without one."""
+def _after_collection(phase: str, info: dict[str, Any]) -> None:
+    """`gc.callbacks`: after a full collection (`gc.collect()`), close the Explorers
+    nothing refers to: on the kernel's event loop when one runs (a collection can come
+    at any allocation, inside ipykernel's own code), else at once; never from another
+    thread (the next collection in the main thread will)."""
+    if phase != "stop" or info.get("generation") != 2 or not OPEN or _releasing:
+        return
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if not defer_release():
+        release_dropped()
+
+
+def watch_collections() -> None:
+    """Install the collection callback in `gc.callbacks` (once)."""
+    import gc
+
+    if _after_collection not in gc.callbacks:
+        gc.callbacks.append(_after_collection)
+
+
+def defer_release() -> bool:
+    """Run `release_dropped` once the current message is handled (its frames hold the
+    widget it was for), on the kernel's event loop; nothing without one. Returns whether
+    it was scheduled."""
     import asyncio
 
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return False
     loop.call_soon(release_dropped)
+    return True
 
 
 def views_message(widget: Any, content: Any, buffers: Any = None) -> None:

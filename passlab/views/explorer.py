@@ -261,6 +261,10 @@ else:
                     self._render()
             self.on_msg(_life.views_message)  # a module function: no cycle to the widget
             _life.OPEN.add(self)
+            # the one this replaces (`ex = Explorer(...)` again) goes once the cell is
+            # done, or at the next full collection without a kernel
+            _life.watch_collections()
+            _life.defer_release()
 
         @property
         def trace(self) -> Trace:

@@ -614,3 +614,13 @@ def test_the_first_run_loads_the_machine_code_and_says_what_it_took():
     start = time.perf_counter()  # a second VM of the same executable: the code is kept
     tvm.relax.VirtualMachine(b.executable, tvm.cpu())
     assert time.perf_counter() - start < b.load_s
+
+
+def test_a_progress_bar_of_the_runs(mlp_build, capsys):
+    # drawn after half a second (a quick profile shows none): 20 in-place + 20 plain
+    # rounds of 20 ms timings
+    mlp_build.profile(repeat=20, budget_s=0, alone=False, min_repeat_ms=20, progress=True)
+    err = capsys.readouterr().err
+    assert "profiling forward" in err and "40/40" in err
+    mlp_build.profile(repeat=2, budget_s=0, alone=False, progress=False)
+    assert capsys.readouterr().err == ""

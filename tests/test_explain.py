@@ -69,20 +69,23 @@ def test_every_pass_of_the_default_pipelines_has_an_authored_card():
 
 def test_cards_are_complete_and_well_formed():
     deck = ex.cards()
-    assert len(deck) == 94
+    assert len(deck) == 103  # 94 of TVM's passes and stages, 9 of LLVM's own
     for name, card in deck.items():
         assert card.name == name and card.source == "passlab"
         assert card.summary.endswith(".") and ". " not in card.summary, name  # one sentence
         assert 120 <= len(card.details) <= 1200, (name, len(card.details))
         assert card.stage, name
         assert card.see_also and all(s in deck and s != name for s in card.see_also), name
-        assert card.doc.startswith(("tvm.", "passlab.")), name
+        assert card.doc.startswith(("tvm.", "passlab.")) or (
+            card.stage == "llvm" and card.doc == "llvm::" + name), name
 
 
 def test_every_card_names_an_existing_api_page():
     import tvm  # noqa: F401 - loads the wheel
 
     for card in ex.cards().values():
+        if card.stage == "llvm":  # LLVM's C++ pass class: checked above
+            continue
         parts = card.doc.split(".")
         for i in range(len(parts), 0, -1):
             try:

@@ -303,3 +303,189 @@ def test_options_reach_the_build_and_are_recorded():
         assert b.pipeline.llvm_opts == opts
         counts[opts] = x_float(b)
     assert list(counts.values()) == [1084, 932, 156]
+
+
+# -------------------------------------------------------------------- saved traces
+def _rewrite(src, dst, **members):
+    import zipfile
+
+    with zipfile.ZipFile(src) as z:
+        data = {i.filename: z.read(i.filename) for i in z.infolist()}
+    for name, value in members.items():
+        name = name.replace("_", ".")
+        if value is None:
+            data.pop(name, None)
+        else:
+            data[name] = value if isinstance(value, bytes) else json.dumps(value).encode()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, blob in data.items():
+            z.writestr(name, blob)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def saved_llvm(llvm_build, tmp_path_factory):
+    return llvm_build.trace.save(tmp_path_factory.mktemp("llvm") / "mlp.trace.zip")
+
+
+def test_saved_trace_keeps_llvm_steps_and_options(llvm_build, saved_llvm, tmp_path):
+    import zipfile
+
+    loaded = passlab.load_trace(saved_llvm)
+    before = [(s.index, s.name, s.seconds, s.llvm) for s in llvm_build.trace.llvm_steps()]
+    assert [(s.index, s.name, s.seconds, s.llvm) for s in loaded.llvm_steps()] == before
+    assert loaded.llvm_summary == llvm_build.trace.llvm_summary
+    with zipfile.ZipFile(saved_llvm) as z:
+        sizes = {i.filename: i.file_size for i in z.infolist()}
+        lines = z.read("llvm.txt").decode().split("\n")
+    assert set(sizes) == {"trace.json", "ir.json", "llvm.json", "llvm.txt"}
+    # each distinct line once: far less than the texts the steps hold
+    held = {id(t): t for s in llvm_build.trace.llvm_steps() for f in s.llvm.functions
+            for t in (f.before, f.after)}
+    every = [ln for t in held.values() if t for ln in t.split("\n")]
+    assert len(lines) == len(set(lines)) and set(lines) == set(every)
+    assert len(lines) < len(every) / 3
+    # the pipeline's LLVM options travel too; a trace without LLVM steps has no members
+    pipe = passlab.Pipeline.default("llvm").llvm_options("-unroll-threshold:int=0")
+    plain = passlab.build(passlab.models.mlp(), pipe).trace.save(tmp_path / "p.zip")
+    with zipfile.ZipFile(plain) as z:
+        assert "llvm.json" not in z.namelist()
+    back = passlab.load_trace(plain)
+    assert back.pipeline.llvm_opts == ("-unroll-threshold:int=0",)
+    assert back.pipeline.llvm_passes is False and back.llvm_summary is None
+
+
+@pytest.mark.parametrize("change, said", [
+    (dict(llvm_txt=None), "has llvm.json but no llvm.txt"),
+    (dict(llvm_json={"texts": [[0, 10**9]], "steps": [], "summary": None}),
+     "has a run of lines 0..999999999, outside"),
+    (dict(llvm_json={"texts": [], "steps": [], "summary": None}),
+     "a saved step of stage 'llvm' has no record"),
+    (dict(llvm_json=[1, 2]), "it is not an object"),
+    (dict(llvm_txt=b"\xff\xfe"), "content is corrupt"),
+])
+def test_crafted_llvm_members_are_refused(saved_llvm, tmp_path, change, said):
+    bad = _rewrite(saved_llvm, tmp_path / "bad.zip", **change)
+    with pytest.raises(passlab.errors.TraceFileError, match=re.escape(said)):
+        passlab.load_trace(bad)
+
+
+def test_runs_that_would_make_huge_texts_are_refused(saved_llvm, tmp_path, monkeypatch):
+    import zipfile
+
+    from passlab.io import _llvm_json
+
+    with zipfile.ZipFile(saved_llvm) as z:
+        data = json.loads(z.read("llvm.json"))
+        n = len(z.read("llvm.txt").decode().split("\n"))
+    # every text made of every line, 1,000 times over: a memory bomb of references
+    data["texts"] = [[0, n] * 1000 for _ in data["texts"]]
+    bad = _rewrite(saved_llvm, tmp_path / "bomb.zip", llvm_json=data)
+    with pytest.raises(passlab.errors.TraceFileError, match="MAX_LLVM_CHARS"):
+        passlab.load_trace(bad)
+    monkeypatch.setattr(_llvm_json, "MAX_LLVM_CHARS", 10)
+    with pytest.raises(passlab.errors.TraceFileError, match="more than 10 characters"):
+        passlab.load_trace(saved_llvm)
+
+
+# ----------------------------------------------------------------------- analyses
+def test_llvm_diff_of_a_step_and_of_a_span(llvm_build):
+    from passlab.analysis import ModuleDiff, diff, llvm_diff
+
+    trace = llvm_build.trace
+    lv = trace.find("LoopVectorizePass")
+    d = diff(lv)  # diff() of an LLVM step is its LLVM IR diff
+    assert isinstance(d, ModuleDiff) and d.title == "LoopVectorizePass"
+    (fd,) = d
+    assert (fd.name, fd.status, fd.kind) == ("fused_matmul_add_relu_compute_", "modified",
+                                             "llvm")
+    assert fd.before_text == lv.llvm.functions[0].before
+    assert fd.after_text == lv.llvm.functions[0].after
+    assert "vector.body:" in fd.after_text and "vector.body:" not in fd.before_text
+    assert d.to_text().splitlines()[1].startswith(
+        "diff a/fused_matmul_add_relu_compute_ b/fused_matmul_add_relu_compute_ (llvm, ")
+    html = d.to_html()
+    assert 'data-kind="llvm"' in html and '<span class="tok-kt">float</span>' in html
+    # a span: each function from before the first pass that changed it to after the last
+    steps = trace.llvm_steps("fused_matmul_add_relu")
+    span = llvm_diff(steps[0], steps[-1])
+    first = {f.symbol: f.before for s in reversed(steps) for f in s.llvm.functions}
+    assert span["fused_matmul_add_relu_compute_"].before_text == first[
+        "fused_matmul_add_relu_compute_"]
+    assert len(llvm_diff(steps[0], steps[-1], function="__tvm_ffi_fused_matmul_add_relu")) == 1
+    with pytest.raises(KeyError, match="unknown function 'nope'"):
+        llvm_diff(lv, function="nope")
+    with pytest.raises(TypeError, match="takes a step of LLVM's pipeline"):
+        llvm_diff(trace[0])
+
+
+def test_llvm_table_counts_instructions_blocks_and_vectors(llvm_build):
+    from passlab.analysis import llvm_table
+
+    trace = llvm_build.trace
+    table = llvm_table(trace)
+    lv = trace.find("LoopVectorizePass")
+    (row,) = [r for r in table if r.index == lv.index]
+    f = lv.llvm.functions[0]
+    b, a = L.function_stats(f.before), L.function_stats(f.after)
+    assert (row.instructions, row.blocks, row.vector_instructions) == (
+        (b.instructions, a.instructions), (b.blocks, a.blocks),
+        (b.vector_instructions, a.vector_instructions))
+    assert row.vector_instructions[0] == 0 < row.vector_instructions[1]
+    assert len(table) == sum(1 for s in trace.llvm_steps() for f in s.llvm.functions
+                             if f.symbol != "[module]")
+    by_pass = {name: rest for name, *rest in table.by_pass()}
+    assert by_pass["SROAPass"][1] < 0  # SROA removes the stack traffic
+    assert list(table.to_dataframe().columns)[:3] == ["index", "step", "function"]
+    mine = llvm_table(trace, kernel="transpose")
+    assert mine and {r.kernel for r in mine} == {"transpose"}
+
+
+def test_explain_strip_of_an_llvm_step(llvm_build):
+    lv = llvm_build.trace.find("LoopVectorizePass")
+    e = lv.explain()
+    assert e.card.name == "LoopVectorizePass" and e.card.source == "passlab"
+    b = L.function_stats(lv.llvm.functions[0].before)
+    a = L.function_stats(lv.llvm.functions[0].after)
+    assert e.sentence == (
+        f"LoopVectorizePass changed fused_matmul_add_relu_compute_ of kernel "
+        f"fused_matmul_add_relu: instructions {b.instructions} \u2192 {a.instructions}; "
+        f"basic blocks {b.blocks} \u2192 {a.blocks}; vector instructions 0 \u2192 "
+        f"{a.vector_instructions}; new vector types <4 x float>, <4 x i32>.")
+    other = llvm_build.trace.find("PostOrderFunctionAttrsPass").explain()
+    assert other.card.source == "llvm" and other.card.doc == "llvm::PostOrderFunctionAttrsPass"
+    assert "LLVM pass: llvm::LoopVectorizePass" in passlab.explain("LoopVectorizePass").to_text()
+
+
+def test_vectorization_per_kernel_read_and_measured(llvm_build):
+    from passlab.analysis import vectorization
+
+    v = vectorization(llvm_build.trace, measure=True)
+    assert [k.kernel for k in v] == list(llvm_build.trace.code.kernels)
+    relu = v["fused_matmul_add_relu"]
+    assert (relu.loop_vectorized, relu.slp_vectorized, relu.widest) == (True, True,
+                                                                       "<4 x float>")
+    assert relu.steps == tuple(s.index for s in llvm_build.trace.llvm_steps(
+        "fused_matmul_add_relu") if s.name.partition("#")[0] in (
+        "LoopVectorizePass", "SLPVectorizerPass"))
+    assert dict(relu.loop_created)["<4 x float>"] == 129 and relu.before_llvm == ()
+    assert v["transpose"].final == () and not v["transpose"].loop_vectorized
+    assert v["fused_matmul1_add1"].slp_vectorized and not v["fused_matmul1_add1"].loop_vectorized
+    # what disappears without each vectorizer, against builds with the option
+    for opt, share in (("-vectorize-loops:bool=false", "loop_share"),
+                       ("-vectorize-slp:bool=false", "slp_share")):
+        other = passlab.build(passlab.models.mlp(),
+                              passlab.Pipeline.default("llvm").llvm_options(opt))
+        fns = split_functions(other.source("llvm"), "llvm")
+        for k in v:
+            left = sum(sum(L.vector_types(t).values()) for sym, t in fns.items()
+                       if sym.removeprefix("__tvm_ffi_").startswith(k.kernel + "_")
+                       or sym.removeprefix("__tvm_ffi_") == k.kernel)
+            assert getattr(k, share) == k.vector_types - left, (opt, k.kernel)
+    # the functions whose vector code a vectorizer's steps created are the kernels that
+    # lose vector code without it
+    assert {k.kernel for k in v if k.loop_created} == {k.kernel for k in v if k.loop_share}
+    assert {k.kernel for k in v if k.slp_created} == {k.kernel for k in v if k.slp_share}
+    assert "cannot be switched on through TVM 0.27" in v.to_text()
+    with pytest.raises(ValueError, match="needs a trace recorded with LLVM's passes"):
+        vectorization(passlab.build(passlab.models.mlp()).trace)

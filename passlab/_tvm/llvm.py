@@ -45,6 +45,7 @@ from passlab.errors import LlvmOptionError
 
 __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
            "record_codegen", "split_functions", "function_stats", "vector_types",
+           "module_target", "compile_ll", "llvm_version", "FunctionStats",
            "PRINT_OPTIONS", "MODULE", "LLVM_STAGE"]
 
 #: What passlab adds to a build's options to record LLVM's passes.
@@ -471,6 +472,28 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
     reader = holder[0]
     reader.close()
     return reader
+
+
+def module_target(mod: Any) -> Any:
+    """The target a lowered module's functions are bound to (their `target`
+    attribute), or None."""
+    for func in mod.functions.values():
+        attrs = func.attrs
+        if attrs is not None and attrs.get("target") is not None:
+            return attrs["target"]
+    return None
+
+
+def compile_ll(host_mod: Any, tgt: Any, options: Sequence[str] = ()) -> str:
+    """The LLVM IR TVM's code generator makes of `host_mod` with `options` (no printing
+    option: nothing reaches stderr); its runtime module is dropped."""
+    from tvm import ir
+    from tvm.tirx.build import codegen_build
+
+    whole = ir.IRModule({}, attrs=host_mod.attrs)
+    whole.update(host_mod)
+    lib = codegen_build(whole, codegen_target(tgt, options))
+    return str(lib.inspect_source("ll"))
 
 
 # ------------------------------------------------------------------- IR statistics

@@ -18,7 +18,12 @@ Every analysis and the type of its result, in one namespace:
 * `explain` -> `Card` (what a pass does, in general: no build needed;
   `cards`: every card by pass name);
   `explain_step` -> `Explanation` (what one recorded step did, with its
-  pass's card as `.card`; what `passlab.Step.explain` returns).
+  pass's card as `.card`; what `passlab.Step.explain` returns);
+* LLVM's own passes (a trace recorded with `llvm_passes=True`): `llvm_diff` ->
+  `ModuleDiff` (LLVM IR diffs of an LLVM step), `llvm_table` -> `LlvmTable` (instructions,
+  basic blocks, vector instructions per function and pass), `vectorization` ->
+  `Vectorization` of `KernelVectorization` (what the loop and SLP vectorizers did to
+  each kernel).
 
 Each takes a `Step` (its module after the pass) or an IRModule, except
 `pass_table` and `provenance` (a trace), `explain` (a pass name or pass) and
@@ -44,6 +49,14 @@ from passlab.analysis.graph import (
     kernel_times,
     marked_against,
 )
+from passlab.analysis.llvm import (
+    KernelVectorization,
+    LlvmTable,
+    Vectorization,
+    llvm_diff,
+    llvm_table,
+    vectorization,
+)
 from passlab.analysis.partitions import (
     BackendComparison,
     Coverage,
@@ -67,4 +80,6 @@ __all__ = [
     "compare_backends", "BackendComparison",
     "provenance", "Provenance", "OpOrigin",
     "explain", "cards", "Card", "explain_step", "Explanation",
+    "llvm_diff", "llvm_table", "LlvmTable", "vectorization", "Vectorization",
+    "KernelVectorization",
 ]

@@ -20,7 +20,7 @@ from passlab._tvm import ir_types as _ir_types
 from passlab.analysis import _diff_layout as _layout
 from passlab.analysis._diff_layout import bound_var
 from passlab.analysis._highlight import CSS as TOKEN_CSS
-from passlab.analysis._highlight import line_html
+from passlab.analysis._highlight import line_html, llvm_line_html
 
 __all__ = ["CSS", "IDENTICAL_NOTE", "rows", "hunk_header", "text_block", "html_block",
            "wrap_html", "error_html", "row_total", "anchor_id", "unshown_html", "shown_lines",
@@ -639,7 +639,9 @@ def _html_block(fd: Any, mode: str, max_lines: int, highlight: bool, anchor: str
     else:
         render = _sbs_rows if mode == "side-by-side" else _unified_rows
         table_class = "pl-t pl-sbs" if mode == "side-by-side" else "pl-t pl-unified"
-        code = line_html if highlight else plain_code
+        # LLVM IR (an LLVM pass's diff) is coloured here, whatever `highlight` says: the
+        # report's script colours TVMScript only
+        code = llvm_line_html if fd.kind == "llvm" else line_html if highlight else plain_code
         if anchor and graph_level(fd):  # an Explorer pane: link bindings to the graph
             code = _linked(code)
         body = (f'<div class="pl-scroll"><table class="{table_class}">'

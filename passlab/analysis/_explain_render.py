@@ -85,7 +85,8 @@ def _card_body(card: Any, open_details: bool) -> str:
     if card.see_also:
         meta.append("see also " + ", ".join(f"<code>{_esc(s)}</code>" for s in card.see_also))
     if card.doc:
-        meta.append(f'TVM API <code class="ple-doc">{_esc(card.doc)}</code>')
+        api = "LLVM pass" if card.stage == "llvm" else "TVM API"
+        meta.append(f'{api} <code class="ple-doc">{_esc(card.doc)}</code>')
     meta.append(f"source: {_esc(card.source)}")
     more.append(f'<div class="ple-meta">{" · ".join(meta)}</div>')
     opened = " open" if open_details else ""

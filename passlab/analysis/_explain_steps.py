@@ -20,7 +20,8 @@ from passlab._tvm.ir_calls import ALLOC_STORAGE, ALLOC_TENSOR
 from passlab._tvm.printing import function_text, prefetch
 from passlab.analysis import _explain_render as _html
 from passlab.analysis.diff import prints_by_region
-from passlab.analysis.explain import Card, card_for
+from passlab.analysis.explain import Card, card_for, llvm_card
+from passlab.analysis.llvm import llvm_sentence
 from passlab.recording import numbering
 
 __all__ = ["Explanation", "explain_step"]
@@ -447,6 +448,11 @@ def explain_step(step: Any, pipeline: Any = None) -> Explanation:
                     f"{_plural(len(kernels), 'TIR kernel')} ({_names(kernels)}); step.code "
                     "holds the generated code.", "specific",
                     dict(kernels=len(kernels), target=code.target_kind))
+    change = getattr(step, "llvm", None)
+    if change is not None:  # one of LLVM's own passes: its sentence reads LLVM's IR
+        sentence, facts = llvm_sentence(change)
+        return Explanation(label, step.index, llvm_card(step.name), sentence, "specific",
+                           tuple(facts.items()), position)
     c = _Ctx(step)
     if not c.ch and step.origin == "user":
         return made(f"no change: {step.label} returned the module it received (structurally "

@@ -1,5 +1,5 @@
-"""TVMScript syntax highlighting for HTML views, one line at a time so that diffs can
-highlight just the lines they show.
+"""TVMScript (and LLVM IR) syntax highlighting for HTML views, one line at a time so that
+diffs can highlight just the lines they show.
 
 Tokens become `<span class="tok-X">` where X is Pygments' short class name (`k`
 keyword, `nf` function name, `s2` string, `mi` number, `c1` comment, `nd`
@@ -11,6 +11,9 @@ data.
 Why not Pygments' lexer itself: its Python lexer measured ~3.7 ms per printed TIR line on
 these machines (200 lines of a first diff view: 0.7 s, against a 100 ms budget). TVMScript
 needs a handful of token kinds, which one compiled regular expression finds much faster.
+LLVM IR (the diffs of LLVM's own passes) is tokenized by Pygments' `LlvmLexer`, measured at
+~0.03 ms per line here, with the same short class names (`kt` types, `nv` local values,
+`vg` globals, `nl` labels).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import html
 import re
 from collections.abc import Sequence
 
-__all__ = ["CSS", "line_html", "block_html"]
+__all__ = ["CSS", "line_html", "block_html", "llvm_line_html"]
 
 # Token class -> (light colour, dark colour); the rest inherit the text colour. Light
 # colours are >= 4.5:1 on white, dark ones >= 4.5:1 on JupyterLab's dark background.
@@ -38,6 +41,11 @@ _COLOURS = {
     "mi": ("#0550ae", "#79c0ff"), "mf": ("#0550ae", "#79c0ff"), "m": ("#0550ae", "#79c0ff"),
     "c": ("#57606a", "#8b949e"), "c1": ("#57606a", "#8b949e"), "ch": ("#57606a", "#8b949e"),
     "o": ("#cf222e", "#ff7b72"),    # operators
+    # LLVM IR (Pygments' LlvmLexer)
+    "kt": ("#116329", "#7ee787"),   # types: i32, float, <4 x float>, ptr
+    "nv": ("#953800", "#ffa657"),   # local values: %x, %12
+    "vg": ("#6639ba", "#e2c5ff"),   # globals and functions: @f
+    "nl": ("#0550ae", "#79c0ff"),   # block labels
 }
 
 
@@ -113,9 +121,59 @@ def line_html(line: str, marks: Sequence[tuple[int, int]] = (), mark_class: str 
     `marks` (start, stop) also get `mark_class` (the changed spans of a diff)."""
     if not marks:
         return _plain_html(line)
+    return _marked_html(line, _tokens(line), marks, mark_class)
+
+
+_LLVM_CLASSES = frozenset({"c", "k", "kt", "m", "s", "nl", "nv", "vg"})
+
+
+@functools.lru_cache(maxsize=1)
+def _llvm_lexer() -> object | None:
+    try:
+        from pygments.lexers import LlvmLexer
+    except ImportError:  # no Pygments: LLVM IR shows uncoloured
+        return None
+    return LlvmLexer(stripnl=False, ensurenl=False)
+
+
+@functools.lru_cache(maxsize=20000)
+def _llvm_tokens(line: str) -> tuple[tuple[str, str], ...]:
+    lexer = _llvm_lexer()
+    if lexer is None:
+        return (("", line),) if line else ()
+    from pygments.token import STANDARD_TYPES
+
+    out: list[tuple[str, str]] = []
+    for ttype, text in lexer.get_tokens(line):  # type: ignore[attr-defined]
+        while ttype not in STANDARD_TYPES:
+            ttype = ttype.parent
+        kind = STANDARD_TYPES[ttype]
+        kind = kind if kind in _LLVM_CLASSES else ""
+        if out and out[-1][0] == kind:
+            out[-1] = (kind, out[-1][1] + text)
+        else:
+            out.append((kind, text))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=20000)
+def _llvm_plain_html(line: str) -> str:
+    return "".join(_span(f"tok-{k}" if k else "", t) for k, t in _llvm_tokens(line))
+
+
+def llvm_line_html(line: str, marks: Sequence[tuple[int, int]] = (),
+                   mark_class: str = "pl-hl") -> str:
+    """One line of LLVM IR as escaped, highlighted HTML (as `line_html` for TVMScript)."""
+    if not marks:
+        return _llvm_plain_html(line)
+    return _marked_html(line, _llvm_tokens(line), marks, mark_class)
+
+
+def _marked_html(line: str, tokens: Sequence[tuple[str, str]],
+                 marks: Sequence[tuple[int, int]], mark_class: str) -> str:
     starts, ends = _merged(marks)
     out, pos = [], 0
-    for kind, text in _tokens(line):
+    for kind, text in tokens:
         end = pos + len(text)
         tok = f"tok-{kind}" if kind else ""
         # cut the token where a mark starts or stops inside it

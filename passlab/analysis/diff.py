@@ -24,7 +24,8 @@ from passlab.analysis import _diff_render as _render
 from passlab.analysis._diff_layout import gaps as _gaps
 from passlab.errors import unknown
 
-__all__ = ["diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW", "REGION_BINDINGS"]
+__all__ = ["diff", "llvm_diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW",
+           "REGION_BINDINGS"]
 
 #: Diff lines shown per function before the rest is cut with a "shown N of M" note.
 MAX_LINES = 5000
@@ -48,7 +49,8 @@ class FunctionDiff(Displayable):
     """How one function differs between two snapshots.
 
     `name` is the function's name after (before, for a removed one); `old_name` its
-    name before (`None` if added). `before`/`after` are the TVM functions.
+    name before (`None` if added). `before`/`after` are the TVM functions, or, for a
+    generated function changed by one of LLVM's passes (`kind` "llvm"), its LLVM IR text.
     """
 
     name: str
@@ -72,6 +74,8 @@ class FunctionDiff(Displayable):
         """TVMScript of the function before ("" if it was added)."""
         if self.before is None:
             return ""
+        if isinstance(self.before, str):  # LLVM IR: already text
+            return self.before
         name = self.old_name or self.name
         if self.head is not None:
             return _printing.head_text(self.before, name, self.head[0])
@@ -82,6 +86,8 @@ class FunctionDiff(Displayable):
         """TVMScript of the function after ("" if it was removed)."""
         if self.after is None:
             return ""
+        if isinstance(self.after, str):  # LLVM IR: already text
+            return self.after
         if self.head is not None:
             return _printing.head_text(self.after, self.name, self.head[1])
         return _printing.function_text(self.after, self.name)
@@ -327,7 +333,7 @@ class ModuleDiff(NamedSequence[FunctionDiff], Displayable):
         for fd in shown:
             for func, name, side in ((fd.before, fd.old_name or fd.name, 0),
                                      (fd.after, fd.name, 1)):
-                if func is not None:
+                if func is not None and not isinstance(func, str):  # LLVM IR: text
                     jobs.append((func, name) if fd.head is None else
                                 (func, name, fd.head[side]))
         return tuple(jobs)
@@ -485,7 +491,9 @@ def diff(
         `tvm.IRModule` snapshots, or pipeline steps (objects with `.before` and
         `.after` modules). `diff(step)` compares a step's input with its output; a step
         given as `a` stands for its input and as `b` for its output, so
-        `diff(first, last)` spans every step from `first` to `last`.
+        `diff(first, last)` spans every step from `first` to `last`. A step of LLVM's
+        own pipeline (`trace.llvm_steps()`) gives the LLVM IR diff of the functions it
+        changed (`passlab.analysis.llvm_diff`).
     function
         Only this function (by its global name in either snapshot).
     all_functions
@@ -515,6 +523,9 @@ def diff(
     """
     if not isinstance(context, int) or isinstance(context, bool) or context < 0:
         raise ValueError(f"context must be a non-negative int, not {context!r}")
+    if getattr(a, "llvm", None) is not None and (b is None or getattr(b, "llvm", None)
+                                                 is not None):
+        return llvm_diff(a, b, function=function, context=context)
     if b is None and _printing.is_module(a):
         raise TypeError("diff() needs two modules: diff(before, after), or one Step alone "
                         "(diff(step) compares step.before with step.after)")
@@ -564,6 +575,64 @@ def diff(
             make(name, "added", None, None, new[name])
     result.sort(key=_reading_order)
     return ModuleDiff(tuple(result), title)
+
+
+def llvm_diff(a: Any, b: Any = None, *, function: str | None = None,
+              context: int = 3) -> ModuleDiff:
+    """The LLVM IR diff of LLVM step `a` (the generated functions it changed, before
+    and after) or, with `b` (a later LLVM step of the same trace), from `a`'s input to
+    `b`'s output: each function's text before the first of those passes that changed it
+    and after the last. `function` keeps one generated function (its symbol). Its
+    `FunctionDiff`s have kind "llvm" and hold text, not TVM functions.
+
+    Examples
+    --------
+    >>> import passlab
+    >>> from passlab.analysis import llvm_diff
+    >>> trace = passlab.build(passlab.models.mlp(), llvm_passes=True).trace
+    >>> d = llvm_diff(trace.llvm_steps()[1])
+    >>> d[0].kind, d[0].status
+    ('llvm', 'modified')
+    """
+    steps = _llvm_span(a, b)
+    first: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for s in steps:
+        for f in s.llvm.functions:
+            first.setdefault(f.symbol, f.before)
+            last[f.symbol] = f.after
+    names = list(first)
+    if function is not None:
+        if function not in first:
+            raise unknown("function", function, names,
+                          extra="(the generated functions these LLVM passes changed)")
+        names = [function]
+    out = []
+    for n in names:
+        old, new = first[n], last[n]
+        if old != new:
+            status: Status = "added" if not old else "removed" if not new else "modified"
+            out.append(FunctionDiff(n, status, "llvm", n if old else None, old or None,
+                                    new or None, context))
+    title = steps[0].label if len(steps) == 1 else f"{steps[0].label} … {steps[-1].label}"
+    return ModuleDiff(tuple(out), title)
+
+
+def _llvm_span(a: Any, b: Any) -> list[Any]:
+    """The LLVM steps from `a` to `b` (`a` alone without `b`)."""
+    if getattr(a, "llvm", None) is None:
+        raise TypeError(f"llvm_diff() takes a step of LLVM's pipeline (trace.llvm_steps()), "
+                        f"not {getattr(a, 'label', type(a).__name__)!r}")
+    if b is None or b is a:
+        return [a]
+    if getattr(b, "llvm", None) is None:
+        raise TypeError(f"llvm_diff(a, b): b must be an LLVM step too, not "
+                        f"{getattr(b, 'label', type(b).__name__)!r}")
+    owner = a.owner
+    if owner is None or b.owner is not owner:
+        raise ValueError("llvm_diff(a, b): both steps must belong to one living trace")
+    lo, hi = sorted((a.index, b.index))
+    return [s for s in owner if s.llvm is not None and lo <= s.index <= hi]
 
 
 def prints_by_region(func: Any, bindings: int = REGION_BINDINGS) -> bool:

@@ -36,8 +36,9 @@ __all__ = ["Card", "explain", "cards", "card_summary", "SOURCES", "CSS"]
 #: The stylesheet of cards and Explain strips (a page with many strips includes it once).
 CSS = _html.CSS
 
-#: Where a card's text comes from.
-SOURCES = ("passlab", "tvm-docstring", "user")
+#: Where a card's text comes from ("llvm": a generic card for one of LLVM's own passes
+#: that passlab has no card of its own for).
+SOURCES = ("passlab", "tvm-docstring", "user", "llvm")
 _FIELDS = {"summary", "details", "stage", "see_also", "doc", "snippet"}
 
 
@@ -70,7 +71,7 @@ class Card(_render.Displayable):
         if self.see_also:
             lines += ["", "See also: " + ", ".join(self.see_also)]
         if self.doc:
-            lines.append(f"TVM API: {self.doc}")
+            lines.append(f"{'LLVM pass' if self.stage == 'llvm' else 'TVM API'}: {self.doc}")
         lines.append(f"(source: {self.source})")
         return "\n".join(lines)
 
@@ -170,6 +171,22 @@ def _by_name(name: str) -> Card:
         return _from_docstring(base, found[1], "tvm-docstring", found[0])
     raise unknown("pass", base, sorted(_authored()),
                   extra="(no passlab card and no TVM pass by that name)")
+
+
+def llvm_card(name: str) -> Card:
+    """The card of one of LLVM's own passes (a step of level "llvm"): passlab's, or a
+    generic one naming the pass's C++ class."""
+    card = _authored().get(_base(name))
+    if card is not None:
+        return card
+    base = _base(name)
+    return Card(base, "One of LLVM's own optimization passes, run by TVM's llvm code "
+                      "generator on the module it emits.",
+                "passlab has no card of its own for this pass. Its diff shows the LLVM IR of "
+                "each function it changed, before and after; LLVM's documentation of its "
+                "passes (llvm.org/docs/Passes.html) and the pass's source describe it.",
+                "llvm", tuple(n for n in ("InstCombinePass", "SimplifyCFGPass") if n != base),
+                f"llvm::{base}", "", "llvm")
 
 
 def card_summary(name: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from passlab.errors import TraceFileError
 from passlab.io.validate import MAX_NAME, MAX_STEP_DEPTH, MAX_STEPS, MAX_STRING, bad_text
+from passlab.recording.llvm import LLVM_STAGE
 from passlab.recording.trace import KINDS
 
 __all__ = ["check_trace_json"]
@@ -169,10 +170,10 @@ def _check_step(r: Any, where: str, need: Callable[[bool, str], None],
          f"are {', '.join(KINDS)}, origins {', '.join(_ORIGINS)}")
     need(type(r["failed"]) is bool, f"step {index}'s 'failed' is not true or false")
     sec = r["seconds"]
-    need((sec is None and r["failed"]) or (
+    need((sec is None and (r["failed"] or r["stage"] == LLVM_STAGE)) or (
         type(sec) in (int, float) and math.isfinite(sec) and sec >= 0),
          f"step {index} has seconds {sec!r:.40}, not a non-negative number (only a failed "
-         "step may have null)")
+         "step or an LLVM step, whose passes are not timed, may have null)")
     module(r["before"], f"step {index}'s 'before'")
     module(r["after"], f"step {index}'s 'after'")
 
@@ -180,6 +181,12 @@ def _check_step(r: Any, where: str, need: Callable[[bool, str], None],
 def _check_pipeline(p: Any, need: Callable[[bool, str], None]) -> None:
     if p is None:
         return
+    opts = p.get("llvm_options", []) if isinstance(p, dict) else []
+    need(isinstance(opts, list) and all(isinstance(o, str) and len(o) <= MAX_NAME
+                                        for o in opts)
+         and (not isinstance(p, dict) or type(p.get("llvm_passes", False)) is bool),
+         "the pipeline's 'llvm_options' is not a list of option strings, or its "
+         "'llvm_passes' is not true or false")
     need(isinstance(p, dict) and isinstance(p.get("stages"), list) and
          isinstance(p.get("variant"), str) and isinstance(p.get("target"), (str, dict)),
          "'pipeline' is not null or an object with target, variant and a list of stages")

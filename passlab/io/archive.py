@@ -8,7 +8,10 @@ A saved trace is one zip archive (never a pickle) holding two JSON files:
   name, depth, parent, stage, kind, origin, occurrence, seconds, failed, and the ids of
   its `before` and `after` modules);
 * `ir.json`: every distinct module of the trace, as one `tvm.ir.save_json` graph of
-  an array (module id = position).
+  an array (module id = position);
+* `llvm.json` and `llvm.txt`, for a trace recorded with LLVM's passes: every distinct
+  line of LLVM IR once (`llvm.txt`), each function text as runs of line ids, and per
+  LLVM step the ids of its functions' texts before and after (`passlab.io._llvm_json`).
 
 `save_json` writes each object once however many times it is referenced, so a
 function that 30 snapshots share is stored once, and so are the unchanged statements
@@ -41,6 +44,7 @@ from passlab import _tvm
 from passlab._render import no_cycle_collection
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
+from passlab.io import _llvm_json as _llvm
 from passlab.io import validate as _limits
 from passlab.io._tensor_store import stored_graph
 from passlab.io._trace_json import check_trace_json
@@ -62,7 +66,7 @@ _STEP_FIELDS = ("index", "name", "depth", "parent", "stage", "kind", "origin", "
                 "seconds", "failed", "caught")
 #: Trace metadata saved in a form of its own; any other key is kept when it is plain JSON.
 _OWN_KEYS = frozenset({"target", "versions", "warnings", "input", "pipeline", "failure", "file",
-                       "weights"})
+                       "weights", "llvm"})
 
 
 # ------------------------------------------------------------------ saved pipeline
@@ -107,7 +111,9 @@ def _pipeline_data(pipe: Any) -> dict[str, Any] | None:
             passes.append(dict(name=e.name, origin=e.origin, enabled=e.enabled, note=e.note,
                                recipe=None if recipe is None else recipe.to_dict()))
         stages.append(dict(name=stage.name, passes=passes))
-    return dict(target=pipe.target, variant=pipe.variant, stages=stages)
+    return dict(target=pipe.target, variant=pipe.variant, stages=stages,
+                llvm_options=list(getattr(pipe, "llvm_opts", ())),
+                llvm_passes=bool(getattr(pipe, "llvm_passes", False)))
 
 
 def _pipeline_from(data: dict[str, Any] | None) -> SavedPipeline | None:
@@ -122,7 +128,9 @@ def _pipeline_from(data: dict[str, Any] | None) -> SavedPipeline | None:
         for s in data["stages"])
     tir = tuple(s for s in stages if s.name in TIR_STAGES)
     return SavedPipeline(data["target"], data["variant"],
-                         tuple(s for s in stages if s.name not in TIR_STAGES), tir)
+                         tuple(s for s in stages if s.name not in TIR_STAGES), tir,
+                         tuple(data.get("llvm_options", ())),  # absent before LLVM's passes
+                         data.get("llvm_passes", False) is True)
 
 
 # ---------------------------------------------------------------------------- save
@@ -212,6 +220,10 @@ def _save(trace: Trace, path: Path, weights: bool) -> Path:
     ir = json.dumps(graph, separators=(",", ":"), check_circular=False).encode()
     data["weights"] = bool(weights) and meta.get("weights", True) is not False
     data["stats"] = dict(steps=len(steps), modules=len(mods.mods), ir_bytes=len(ir), **tensors)
+    llvm = _llvm.llvm_data(trace)
+    llvm_bytes = None if llvm is None else (
+        json.dumps(llvm[0], separators=(",", ":"), check_circular=False).encode(),
+        llvm[1].encode())
     meta_bytes = json.dumps(data, indent=1).encode()
     # write next to the target, then rename: a crash never leaves a half-written trace.
     # The archive is compressed in a thread while the checks run (zlib lets go of the GIL);
@@ -221,9 +233,9 @@ def _save(trace: Trace, path: Path, weights: bool) -> Path:
     written = None
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="passlab-save") as pool:
-            written = pool.submit(_write_archive, fd, meta_bytes, ir, stop)
+            written = pool.submit(_write_archive, fd, meta_bytes, ir, stop, llvm_bytes)
             try:
-                _check_before_write(meta_bytes, ir, graph, path)
+                _check_before_write(meta_bytes, ir, graph, path, llvm_bytes)
             except BaseException:  # refused or interrupted: stop the writer before the
                 stop.set()  # pool waits for it
                 raise
@@ -251,11 +263,15 @@ class _Stopped(Exception):
     """The checks refused the trace while its archive was being written."""
 
 
-def _write_archive(fd: int, meta: bytes, ir: bytes, stop: threading.Event) -> None:
+def _write_archive(fd: int, meta: bytes, ir: bytes, stop: threading.Event,
+                   llvm: tuple[bytes, bytes] | None = None) -> None:
     """Write the trace's zip archive to the open file `fd` (and close it)."""
     with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED,
                                                     compresslevel=6) as z:
         z.writestr(_META, meta)
+        if llvm is not None:
+            z.writestr(_llvm.LLVM_MEMBER, llvm[0])
+            z.writestr(_llvm.LINES_MEMBER, llvm[1])
         info = zipfile.ZipInfo(_IR, date_time=time.localtime(time.time())[:6])
         info.compress_type = zipfile.ZIP_DEFLATED  # at zlib's default level, 6
         info.external_attr = 0o600 << 16  # as ZipFile.writestr: -rw-------
@@ -279,7 +295,8 @@ def _fit(text: str, limit: int) -> str:
                          "was saved)"
 
 
-def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Path) -> None:
+def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Path,
+                        llvm: tuple[bytes, bytes] | None = None) -> None:
     """The checks `load_trace` makes before TVM parses the file, on what is about to
     be written (`graph` is `json.loads(ir)`): a trace that breaks a limit is refused
     here, with the limit named."""
@@ -288,19 +305,30 @@ def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Pat
                               f"back ({why}); nothing was written. trace.save(path, "
                               "weights=False) leaves the tensor data out, trace[a:b] saves "
                               "part of the steps")
-    for name, blob, limit in ((_META, meta, _limits.MAX_TRACE_JSON_BYTES),
-                              (_IR, ir, _limits.MAX_IR_JSON_BYTES)):
+    members = [(_META, meta, _limits.MAX_TRACE_JSON_BYTES, "validate.MAX_TRACE_JSON_BYTES"),
+               (_IR, ir, _limits.MAX_IR_JSON_BYTES, "validate.MAX_IR_JSON_BYTES")]
+    if llvm is not None:
+        members += [(_llvm.LLVM_MEMBER, llvm[0], _llvm.MAX_LLVM_JSON_BYTES,
+                     "_llvm_json.MAX_LLVM_JSON_BYTES"),
+                    (_llvm.LINES_MEMBER, llvm[1], _llvm.MAX_LLVM_LINES_BYTES,
+                     "_llvm_json.MAX_LLVM_LINES_BYTES")]
+    for name, blob, limit, which in members:
         if len(blob) > limit:
-            which = "MAX_TRACE_JSON_BYTES" if name == _META else "MAX_IR_JSON_BYTES"
             raise bad(f"its {name} would be {len(blob):,} bytes, over the {limit:,} of "
-                      f"passlab.io.validate.{which}")
+                      f"passlab.io.{which}")
     try:
         data = _parse(meta, _META, _limits.MAX_TRACE_JSON_VALUES, path)
         _count_values(ir, _IR, _limits.MAX_IR_JSON_VALUES, path)
+        lines = None
+        if llvm is not None:
+            lines = (_parse(llvm[0], _llvm.LLVM_MEMBER, _llvm.MAX_LLVM_JSON_VALUES, path),
+                     llvm[1].decode("utf-8").split("\n"))
     except TraceFileError as exc:
         raise bad(str(exc).split(": ", 1)[-1].split(". A trace file")[0]) from None
     inner = lambda why: bad(why)  # noqa: E731
     check_trace_json(data, _limits.modules_in(graph, inner), inner)
+    if lines is not None:
+        _llvm.check_llvm_json(lines[0], lines[1], data["steps"], inner)
     _limits.check_ir_graph(graph, inner)
 
 
@@ -340,12 +368,13 @@ def _parse(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> An
 def _count_values(raw: bytes | bytearray, name: str, max_tokens: int, path: Path) -> None:
     tokens = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
     if tokens > max_tokens:
-        limit = "MAX_TRACE_JSON_VALUES" if name == _META else "MAX_IR_JSON_VALUES"
+        limit = {_META: "validate.MAX_TRACE_JSON_VALUES", _IR: "validate.MAX_IR_JSON_VALUES"
+                 }.get(name, "_llvm_json.MAX_LLVM_JSON_VALUES")
         raise _bad(path, f"its {name} holds more than {max_tokens:,} JSON values, the most "
-                         f"passlab parses (passlab.io.validate.{limit})")
+                         f"passlab parses (passlab.io.{limit})")
 
 
-def _read(path: Path) -> tuple[dict[str, Any], bytearray]:
+def _read(path: Path) -> tuple[dict[str, Any], bytearray, Any]:
     try:
         check_container(path, _limits.MAX_MEMBERS, lambda why: _bad(path, why))
         with zipfile.ZipFile(path) as z:
@@ -372,6 +401,7 @@ def _read(path: Path) -> tuple[dict[str, Any], bytearray]:
             if _IR not in names:
                 raise _bad(path, f"the archive has no {_IR} (the IR of its modules)")
             ir = _member(z, _IR, _limits.MAX_IR_JSON_BYTES, path)
+            llvm = _llvm_members(z, names, path)
     except FileNotFoundError:
         raise TraceFileError(f"no trace file at {path}") from None
     except TraceFileError:
@@ -382,7 +412,22 @@ def _read(path: Path) -> tuple[dict[str, Any], bytearray]:
     except (EOFError, OSError, ValueError, UnicodeDecodeError, RecursionError,
             NotImplementedError) as exc:  # zlib, CRC, JSON, an unsupported compression
         raise _bad(path, f"its content is corrupt ({type(exc).__name__}: {exc})") from None
-    return data, ir
+    return data, ir, llvm
+
+
+def _llvm_members(z: zipfile.ZipFile, names: set[str], path: Path
+                  ) -> tuple[Any, list[str]] | None:
+    """LLVM's passes, when the trace has them: `llvm.json` parsed, and the lines of
+    `llvm.txt` (both bounded; checked against the steps later)."""
+    if _llvm.LLVM_MEMBER not in names:
+        return None
+    if _llvm.LINES_MEMBER not in names:
+        raise _bad(path, f"the archive has {_llvm.LLVM_MEMBER} but no {_llvm.LINES_MEMBER} "
+                         "(the lines of LLVM IR it refers to)")
+    data = _parse(_member(z, _llvm.LLVM_MEMBER, _llvm.MAX_LLVM_JSON_BYTES, path),
+                  _llvm.LLVM_MEMBER, _llvm.MAX_LLVM_JSON_VALUES, path)
+    text = bytes(_member(z, _llvm.LINES_MEMBER, _llvm.MAX_LLVM_LINES_BYTES, path))
+    return data, text.decode("utf-8").split("\n")
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
@@ -407,7 +452,7 @@ def load_trace(path: str | os.PathLike) -> Trace:
 def _load(path: Path) -> Trace:
     from tvm_ffi.serialization import from_json_graph_str
 
-    data, ir = _read(path)
+    data, ir, llvm = _read(path)
     versions = data.get("versions")
     saved_with = versions.get("apache-tvm", "?") if isinstance(versions, dict) else "?"
 
@@ -426,6 +471,8 @@ def _load(path: Path) -> Trace:
     del ir
     bad = lambda why: _bad(path, why)  # noqa: E731
     check_trace_json(data, _limits.modules_in(graph, bad), bad)
+    if llvm is not None:
+        _llvm.check_llvm_json(llvm[0], llvm[1], data["steps"], bad)
     _limits.check_ir_graph(graph, bad)
     try:  # TVM parses exactly the graph that was checked, written out again (compact:
         # no spaces to write or skip, no cycle check on a tree that json.loads made)
@@ -437,7 +484,7 @@ def _load(path: Path) -> Trace:
     del graph
     ill_formed = check_loaded(modules, bad)
     try:
-        trace = _trace_from(data, modules, path)
+        trace = _trace_from(data, modules, path, llvm)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise _bad(path, f"{_META} is missing or has a wrong field ({type(exc).__name__}: "
                          f"{exc})") from None
@@ -448,7 +495,8 @@ def _load(path: Path) -> Trace:
     return Trace(list(trace), {**trace._meta, "warnings": [*trace.warnings, note]}, adopt=True)
 
 
-def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
+def _trace_from(data: dict[str, Any], modules: list[Any], path: Path,
+                llvm: Any = None) -> Trace:
     def mod(i: int | None) -> Any:
         if i is None:
             return None
@@ -482,7 +530,11 @@ def _trace_from(data: dict[str, Any], modules: list[Any], path: Path) -> Trace:
             fstep = by_index.get(f["step"]) or step(f["step_record"])
         meta["failure"] = Failure(f["where"], f["message"], f["error_type"], fstep,
                                   tuple(f.get("enclosing", ())), f.get("note", ""))
-    return Trace(_with_code(steps, data.get("code"), path), meta)
+    steps, summary = _llvm.with_llvm(_with_code(steps, data.get("code"), path),
+                                     *(llvm or (None,)))
+    if summary is not None:
+        meta["llvm"] = summary
+    return Trace(steps, meta)
 
 
 def _code_data(trace: Trace) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ function tokenSpans(text, afterDef) {
 export function highlightPlain(root) {
   for (const box of root.querySelectorAll(".plx-untokenized")) {
     for (const cell of box.querySelectorAll("td.pl-code")) {
+      if (cell.closest('[data-kind="llvm"]')) continue;  // LLVM IR: coloured by Python
       const afterDef = { value: false };
       for (const node of Array.from(cell.childNodes)) {
         if (node.nodeType === Node.TEXT_NODE) {

@@ -47,6 +47,25 @@ def test_one_block_per_tensor_before_planning():
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="passlab-bufplot"')
 
 
+def test_axis_labels_are_level_whole_and_never_overlap():
+    # issue 34 item 9: the labels were rotated by 60 degrees and cut at 22 characters
+    svg = buffers(snapshots("mlp")["FuseTIR"]).plot().to_svg()
+    assert "rotate(" not in svg and "\u2026" not in svg
+    labels = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" '
+                        r'font-size="10"><title>[^<]*</title>([^<]*)</text>', svg)
+    # the peak's column (binding 1) first, then left to right on two staggered rows; a
+    # label that would overlap one placed is left out, its name still on hover
+    assert [name for *_, name in labels] == ["fused_matmul_add_relu", "transpose",
+                                             "transpose1", "return"]
+    for row in {y for _, y, _ in labels}:
+        spans = sorted((float(x) - 3.05 * len(n), float(x) + 3.05 * len(n))
+                       for x, y, n in labels if y == row)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # no overlap
+    strips = re.findall(r'<rect [^>]*fill="transparent"><title>([^<]*)</title></rect>', svg)
+    assert strips == ["transpose", "fused_matmul_add_relu", "transpose1",
+                      "fused_matmul1_add1", "return"]
+
+
 def test_text_fallback_and_mimebundle():
     p = buffers(snapshots("mlp")["FuseTIR"]).plot()
     assert p.to_text().splitlines() == [

@@ -31,7 +31,8 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
 _FONT = "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"
 _STYLE = ("<style>.pb-block:hover>path,.pb-tensor:hover>path{stroke-width:2.5}"
           ".pb-block,.pb-tensor{cursor:help}</style>")
-_LEFT, _RIGHT, _PLOT_H, _LABELS_H = 70, 16, 200, 134
+_LEFT, _RIGHT, _PLOT_H, _LABELS_H = 70, 16, 200, 46
+_TICK_CHAR_W = 6.1  # width of one 10px monospace character
 _MAX_ROWS = 60  # rows of the text picture
 _MIN_W, _CHAR_W = 640, 6.7  # narrowest picture; width of one 11px monospace character
 _PLOT_W = 560  # the columns share this width (each 3 to 60 px)
@@ -63,6 +64,40 @@ def _wrap(text: str, width: float) -> list[str]:
 
 def _title(lines: Sequence[str]) -> str:
     return f"<title>{_render.esc(chr(10).join(lines))}</title>"
+
+
+def _tick_labels(p: Any, x: Any, base_y: float, cw: float, width: float) -> list[str]:
+    """The columns' labels under the axis, level and whole (never rotated or cut): the
+    peak's column first, then left to right, each where it overlaps no label placed
+    before it; every column names its kernel on hover (a `<title>` over its strip)."""
+    out = []
+    for c, tick in enumerate(p.ticks):
+        if tick:  # the hover strip: the whole column, axis labels included
+            out.append(f'<rect x="{_n(x(c))}" y="{_n(base_y)}" width="{_n(cw)}" '
+                       f'height="{_n(_LABELS_H - 12)}" fill="transparent">{_title([tick])}</rect>')
+    r = p.report
+    peak = p.col[r.peak_binding] if r.peak_binding is not None \
+        and r.peak_function == p.function else None
+    order = sorted(range(len(p.ticks)), key=lambda c: (c != peak, c))
+    rows: list[list[tuple[float, float]]] = [[], []]  # two staggered rows of labels
+    for c in order:
+        tick = p.ticks[c]
+        if not tick:
+            continue
+        half = len(tick) * _TICK_CHAR_W / 2
+        cx = min(max(x(c + 0.5), _LEFT + half), width - _RIGHT - half)
+        lo, hi = cx - half - 6, cx + half + 6
+        row = next((k for k, placed in enumerate(rows)
+                    if not any(lo < b and a < hi for a, b in placed)), None)
+        if cx - half < 0 or row is None:
+            continue
+        rows[row].append((lo, hi))
+        ty = base_y + 15 + 13 * row
+        out.append(f'<line x1="{_n(x(c + 0.5))}" x2="{_n(x(c + 0.5))}" y1="{_n(base_y)}" '
+                   f'y2="{_n(ty - 10)}" stroke="currentColor" stroke-opacity=".5"/>'
+                   f'<text x="{_n(cx)}" y="{_n(ty)}" text-anchor="middle" '
+                   f'font-size="10">{_title([tick])}{_render.esc(tick)}</text>')
+    return out
 
 
 # ------------------------------------------------------------------ liveness picture
@@ -268,16 +303,7 @@ class BufferPlot(_render.Displayable):
                      f'y1="{_n(base_y)}" y2="{_n(base_y)}" stroke="currentColor"/>')
         if not labels:
             return base_y + 8
-        last_x = -1e9
-        for c, tick in enumerate(p.ticks):
-            cx = x(c + 0.5)
-            if not tick or cx - last_x < 11:
-                continue
-            last_x = cx
-            text = tick if len(tick) <= 22 else tick[:21] + "\u2026"
-            parts.append(f'<text transform="translate({_n(cx + 3)},{_n(base_y + 6)}) '
-                         f'rotate(-60)" text-anchor="end" font-size="10">{_title([tick])}'
-                         f"{esc(text)}</text>")
+        parts += _tick_labels(p, x, base_y, cw, width)
         axis = "kernel calls in program order" if self.shared_axis and len(self.panels) == 2 \
             else "bindings in program order (labelled with the kernel they call)"
         parts.append(f'<text x="{_n(x(p.columns / 2))}" y="{_n(base_y + _LABELS_H)}" '

@@ -18,8 +18,8 @@ import passlab  # noqa: E402
 from passlab.views import explorer_list, explorer_panes  # noqa: E402
 from passlab.views.explorer import Explorer  # noqa: E402
 
-ROW_KEYS = ["i", "n", "label", "stage", "kind", "origin", "depth", "changed", "summary", "failed",
-            "ms"]
+ROW_KEYS = ["i", "n", "label", "stage", "kind", "origin", "depth", "changed", "summary", "detail",
+            "failed", "ms"]
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +128,42 @@ def test_filters_change_the_visible_list(ex, trace):
     assert ex.visible == [trace.find("tirx.RemoveNoOp#1").index]
     # a filter that hides the selected pass selects the first one it shows
     assert ex.selected == trace.find("tirx.RemoveNoOp#1").index
+
+
+def test_search_keeps_the_selection_and_gives_it_back(ex, trace):
+    # issue 34 item 7: typing "fuse" moved the selection from a pass the search hides to
+    # FuseOps, and clearing the search left FuseOps selected
+    legalize, fuse_ops, fuse_tir = (trace.find(n).index for n in
+                                    ("LegalizeOps", "FuseOps", "FuseTIR"))
+    ex.selected = fuse_tir
+    ex.set_state({"search": "f"})  # FuseTIR still shown: the selection stays
+    assert ex.selected == fuse_tir and fuse_tir in ex.visible
+    ex.set_state({"search": "fuseo"})  # hides it: the first pass shown
+    assert ex.visible == [fuse_ops] and ex.selected == fuse_ops
+    ex.set_state({"search": "fuse"})
+    ex.set_state({"search": ""})  # shown again: back to the user's choice
+    assert ex.selected == fuse_tir and "FuseTIR" in ex.explain_html
+    # a pass the user picks while the filter is on is theirs: clearing keeps it
+    ex.set_state({"search": "legalize"})
+    assert ex.selected == legalize
+    ex.set_state({"selected": fuse_ops, "search": ""})
+    assert ex.selected == fuse_ops
+    ex.selected = fuse_tir
+    ex.set_state({"search": "ops"})  # hides FuseTIR: LegalizeOps, the first shown
+    assert ex.selected == legalize
+    ex.selected = fuse_ops  # chosen by hand while filtered: nothing to give back
+    ex.set_state({"search": ""})
+    assert ex.selected == fuse_ops
+
+
+def test_rows_say_what_their_change_counts_mean(trace):
+    rows = {r["i"]: r for r in explorer_list.rows(trace)}
+    legalize = rows[trace.find("LegalizeOps").index]
+    assert (legalize["summary"], legalize["detail"]) == ("+7 ~1", "functions: 7 added, 1 modified")
+    tir = rows[trace.find("FuseTIR").index]
+    assert (tir["summary"], tir["detail"]) == ("-5 ~3", "functions: 5 removed, 3 modified")
+    fold = rows[trace.find("FoldConstant").index]
+    assert (fold["summary"], fold["detail"]) == ("", "")
 
 
 def test_visible_is_plain_data(trace):

@@ -224,6 +224,11 @@ else:
             self._build = trace if isinstance(trace, Build) else None
             #: the picked node's panel waits for the graph pane (see _keep_node)
             self._kernel_stale = False
+            #: the step the user chose that a filter hid, and the one the filter chose
+            #: instead (see _follow_filter)
+            self._hidden_choice: int | None = None
+            self._filter_pick: int | None = None
+            self._filtering = False
             self._session: Any = None
             if self._build is not None:
                 from passlab.research.edit_session import EditSession
@@ -354,16 +359,38 @@ else:
                 if self.show_inner:
                     self.load_rows()
                 self.visible = self._visible()
-                # a filter that hides the selected pass selects the first one it shows
-                # (a disabled entry's row, index < 0, has no step to select)
-                steps = [i for i in self.visible if i >= 0]
-                if steps and self.selected not in steps:
-                    self.selected = steps[0]
+                self._follow_filter([i for i in self.visible if i >= 0])
+
+        def _follow_filter(self, steps: list[int]) -> None:
+            """The selection under new filters (`steps`: the steps they show; a disabled
+            entry's row, index < 0, has no step): kept while its row is shown. A filter
+            that hides it selects the first step shown, and the pass the user had
+            chosen comes back once a filter shows it again, unless they chose another
+            meanwhile (typing "fuse" and clearing the search ends where it started)."""
+            kept = self._hidden_choice
+            if kept is not None and kept in steps and self.selected == self._filter_pick:
+                target = kept
+            elif steps and self.selected not in steps:
+                if kept is None:
+                    self._hidden_choice = self.selected
+                target = steps[0]
+            else:
+                return
+            self._filter_pick = None if target == kept else target
+            if target == kept:
+                self._hidden_choice = None
+            self._filtering = True
+            try:
+                self.selected = target
+            finally:
+                self._filtering = False
 
         @t.observe("selected")
         def _on_select(self, _change: Any) -> None:
             if not self._ready:
                 return
+            if not self._filtering:  # the user's own choice: nothing to come back to
+                self._hidden_choice = self._filter_pick = None
             with self.hold_sync():
                 for name in ("diff_html", "graph_html", "buffers_html"):
                     if getattr(self, name):

@@ -13,7 +13,8 @@ from typing import Any
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 
-__all__ = ["ROWS_UP_FRONT", "rows", "listed", "visible", "trace_state", "default_selection"]
+__all__ = ["ROWS_UP_FRONT", "rows", "detail", "listed", "visible", "trace_state",
+           "default_selection"]
 
 #: A trace of at most this many steps sends every row when the Explorer opens; a larger
 #: one sends the main chain's rows first and the others (inner passes and wrappers, most
@@ -24,8 +25,11 @@ ROWS_UP_FRONT = 400
 
 def rows(trace: Trace, *, main_only: bool = False,
          steps: Sequence[Step] | None = None) -> list[dict[str, Any]]:
-    """One JSON-able row per step for the pass list (every step; filters pick some).
-    With `main_only`, only the main chain's rows (and failed steps'): what the list
+    """One JSON-able row per step for the pass list (every step; filters pick some):
+    its index `i`, pipeline number `n` (None: no pipeline entry), label, stage, kind,
+    origin, depth, whether it changed the module, the change counts (`summary`, "+16 ~1",
+    and `detail` in words), whether it failed and its time in ms. With `main_only`,
+    only the main chain's rows (and failed steps'): what the list
     shows without inner passes, computed without the change sets of the other steps.
     `steps`: only these steps of `trace` (the static report's bounded list)."""
     out = []
@@ -38,15 +42,26 @@ def rows(trace: Trace, *, main_only: bool = False,
         out.append(dict(
             i=s.index, n=pos.get(s.index), label=_numbering.name_of(s, trace), stage=s.stage,
             kind=s.kind, origin=s.origin, depth=s.depth, changed=bool(ch),
-            summary=ch.summary(), failed=s.failed,
+            summary=ch.summary(), detail=detail(ch), failed=s.failed,
             ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
         ))
     # the pipeline's disabled entries did not run: greyed rows (no step: index -1 - n)
     for n, stage, name in _numbering.disabled_entries(trace):
         out.append(dict(i=-1 - n, n=n, label=name, stage=stage, kind="disabled",
                         origin="tvm", depth=0, changed=False, summary="disabled",
-                        failed=False, ms=None))
+                        detail="", failed=False, ms=None))
     return out
+
+
+def detail(changes: Any) -> str:
+    """What a row's change counts ("+16 ~1") say, in words: "functions: 16 added, 1
+    modified" ("" for no change)."""
+    parts = [f"{len(names)} {what}" for names, what in
+             ((changes.added, "added"), (changes.removed, "removed"),
+              (changes.modified, "modified")) if names]
+    if changes.attrs:
+        parts.append("the module's attributes changed")
+    return ("functions: " + ", ".join(parts)) if parts else ""
 
 
 def listed(s: Step) -> bool:

@@ -1,6 +1,69 @@
-// The pass list and its filters (search, stage, changed only, inner passes).
+// The pass list and its filters (search, stage, changed only, inner passes). The list
+// explains itself: a header names each column (with its unit), every row's tooltip says
+// what its number, stage and change counts mean, names wrap at their token boundaries
+// instead of being cut, and the search marks what matched.
 
 import { h } from "./core.js";
+
+const ORIGIN = { tvm: "TVM's pass", user: "your pass" };
+
+// the columns: [class, header text, header tooltip]
+const COLUMNS = [
+  ["plx-i", "#", "the pass's position in the pipeline, as the Edit and Pipeline panes "
+    + "number it; \u2013: a pass TVM runs by itself, no entry of the pipeline"],
+  ["plx-label", "pass", "the pass (hover a row for what it did)"],
+  ["plx-stage-tag", "stage", "the pipeline stage it ran in"],
+  ["plx-changes", "changes", "functions the pass changed: +added -removed ~modified"],
+  ["plx-ms", "ms", "the time the pass took, in milliseconds"],
+];
+
+// Where a pass name may wrap: after "." or "_", before a capital that follows a
+// lower-case letter or a digit ("s_tir.|Plan|And|Update|Buffer|Allocation|Location").
+function breaksBefore(text, i) {
+  const prev = text[i - 1], c = text[i];
+  return prev === "." || prev === "_" || (/[a-z0-9]/.test(prev) && /[A-Z]/.test(c));
+}
+
+// `text` as nodes: <wbr> at its token boundaries, the matches of `needle` (lower case)
+// in <mark class="plx-hit">. Text only: names never become markup.
+export function labelNodes(text, needle) {
+  const frag = document.createDocumentFragment();
+  const starts = new Set(), ends = new Set();
+  if (needle) {
+    const low = text.toLowerCase();
+    for (let i = low.indexOf(needle); i >= 0; i = low.indexOf(needle, i + needle.length)) {
+      starts.add(i);
+      ends.add(i + needle.length);
+    }
+  }
+  let run = "", mark = null;
+  const flush = () => { if (run) { (mark || frag).append(run); run = ""; } };
+  for (let i = 0; i < text.length; i++) {
+    if (mark && ends.has(i)) { flush(); frag.append(mark); mark = null; }
+    if (starts.has(i)) { flush(); mark = h("mark", { class: "plx-hit" }); }
+    if (i > 0 && breaksBefore(text, i)) { flush(); (mark || frag).append(h("wbr")); }
+    run += text[i];
+  }
+  flush();
+  if (mark) frag.append(mark);
+  return frag;
+}
+
+// What a row's tooltip says: the whole name, its number and step, stage, origin, what
+// it changed and how long it took.
+export function rowTitle(r) {
+  if (r.kind === "disabled") return `${r.label}\ndisabled in the pipeline (#${r.n}): not run`;
+  const where = r.n == null
+    ? (r.kind === "inner" ? "an inner pass: run inside another pass, on a partial module"
+      : r.kind === "container" ? "a wrapper that runs the passes under it"
+        : "no pipeline number: TVM runs this pass by itself (no entry of the pipeline)")
+    : `#${r.n} in the pipeline`;
+  const lines = [r.label, `${where}; step ${r.i} of the trace`,
+    `stage ${r.stage}; ${ORIGIN[r.origin] || r.origin}`];
+  lines.push(r.failed ? "failed" : r.detail || "no change");
+  if (r.ms != null) lines.push(`${r.ms.toFixed(2)} ms`);
+  return lines.join("\n");
+}
 
 export function passList(ctx) {
   const { model, on, send } = ctx;
@@ -13,8 +76,12 @@ export function passList(ctx) {
   const toolbar = h("div", { class: "plx-toolbar" }, search, stageSel,
     h("label", {}, changedBox, document.createTextNode(" changed only")),
     h("label", {}, innerBox, document.createTextNode(" inner passes")), count);
+  const head = h("div", { class: "plx-row plx-list-head", "aria-hidden": "true" },
+    ...COLUMNS.map(([cls, text, title]) => h("span", { class: cls, text, title })));
   const list = h("div", { class: "plx-list", tabindex: "0", role: "listbox",
                           "aria-label": "passes", "data-lm-suppress-shortcuts": "true" });
+  // the header stays put above the rows (outside their scroll box: it covers none)
+  const box = h("div", { class: "plx-passes" }, head, list);
 
   let byIndex = new Map();
   let rowEls = new Map();
@@ -38,29 +105,37 @@ export function passList(ctx) {
     }
   };
 
+  // one row of the list (a pass, an inner step, a wrapper or a disabled entry)
+  const rowElement = (r, needle, inner) => {
+    const cls = ["plx-row", r.changed ? "changed" : "same", r.kind];
+    if (r.origin === "user") cls.push("user");
+    if (r.failed) cls.push("failed");
+    // the pass's pipeline position, as the Edit and Pipeline panes number it; a step
+    // that is no pipeline entry (an inner pass, TVM's own) has none
+    const label = h("span", { class: "plx-label" });
+    label.append(labelNodes(r.label, needle));
+    const row = h("div", { class: cls.join(" "), role: "option", "data-index": String(r.i) },
+      h("span", { class: r.n == null ? "plx-i plx-i-none" : "plx-i", text: r.n == null ? "\u2013" : `#${r.n}` }),
+      label,
+      h("span", { class: "plx-stage-tag", text: r.stage }),
+      h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
+      h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
+    if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;
+    row.title = rowTitle(r);
+    if (r.kind === "disabled") row.setAttribute("aria-disabled", "true");
+    return row;
+  };
+
   const renderList = () => {
     const vis = model.get("visible");
     const inner = model.get("show_inner");
+    const needle = (model.get("search") || "").trim().toLowerCase();
     rowEls = new Map();
     list.replaceChildren();
     for (const i of vis) {
       const r = byIndex.get(i);
       if (!r) continue;
-      const cls = ["plx-row", r.changed ? "changed" : "same", r.kind];
-      if (r.origin === "user") cls.push("user");
-      if (r.failed) cls.push("failed");
-      // the pass's pipeline position, as the Edit and Pipeline panes number it; a step
-      // that is no pipeline entry (an inner pass) has none. The step index: the tooltip.
-      const row = h("div", { class: cls.join(" "), role: "option", "data-index": String(i) },
-        h("span", { class: "plx-i", text: r.n == null ? "" : `#${r.n}` }),
-        h("span", { class: "plx-label", text: r.label }),
-        h("span", { class: "plx-stage-tag", text: r.stage }),
-        h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
-        h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
-      if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;
-      row.title = r.kind === "disabled" ? `${r.label}: disabled in the pipeline (#${r.n}), not run`
-        : `${r.label} (${r.stage}, ${r.kind}, ${r.origin}; step ${i} of the trace)`;
-      if (r.kind === "disabled") row.setAttribute("aria-disabled", "true");
+      const row = rowElement(r, needle, inner);
       rowEls.set(i, row);
       list.append(row);
     }
@@ -139,8 +214,9 @@ export function passList(ctx) {
   on("change:stage", () => { stageSel.value = model.get("stage"); });
   on("change:search", () => {
     if (document.activeElement !== search) search.value = model.get("search");
+    renderList();  // the marks follow the search (the rows may be the same)
   });
   on("change:selected", () => markSelected(true));
 
-  return { toolbar, list, select, markSelected };
+  return { toolbar, list, box, select, markSelected };
 }

@@ -167,16 +167,37 @@ export function staticModel(state, data) {
     put("code_text", code);
   }
 
+  // The selection under new filters, as explorer.py's _follow_filter: kept while its row
+  // is shown; a filter that hides it selects the first step shown, and the user's choice
+  // comes back once a filter shows it again (unless they chose another meanwhile).
+  // Returns the step to select, or null to keep the selection.
+  let hiddenChoice = null, filterPick = null;
+  function followFilter(steps) {
+    let target;
+    if (hiddenChoice !== null && steps.includes(hiddenChoice) && state.selected === filterPick) {
+      target = hiddenChoice;
+    } else if (steps.length && !steps.includes(state.selected)) {
+      if (hiddenChoice === null) hiddenChoice = state.selected;
+      target = steps[0];
+    } else {
+      return null;
+    }
+    filterPick = target === hiddenChoice ? null : target;
+    if (target === hiddenChoice) hiddenChoice = null;
+    return target;
+  }
+
   // what the widget's observers do (passlab/views/explorer.py), for the traits the front
   // end changed
   async function answer(names) {
     const has = (...n) => n.some((x) => names.includes(x));
+    if (has("selected")) hiddenChoice = filterPick = null;  // the user's own choice
     if (has("changed_only", "stage", "search", "show_inner")) {
       if (state.show_inner) put("steps_complete", true);  // nothing more to come
       put("visible", visibleSteps(state.steps, state));
-      const steps = state.visible.filter((i) => i >= 0);
-      if (steps.length && !steps.includes(state.selected)) {
-        state.selected = steps[0];
+      const target = followFilter(state.visible.filter((i) => i >= 0));
+      if (target !== null) {
+        state.selected = target;
         emit("selected");
         names.push("selected");
       }

@@ -7,6 +7,7 @@ in a light and a dark notebook and in a static page alike; text uses `currentCol
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,8 @@ class ProfilePlot(_render.Displayable):
     def to_svg(self) -> str:
         esc = _render.esc
         top = max((v for _, v, _, _ in self.bars), default=0.0) or 1.0
-        lines = self.title.split("\n")
+        lines = [part for line in self.title.split("\n")
+                 for part in textwrap.wrap(line, 100) or [""]]
         head = _TOP + 14 * (len(lines) - 1)
         height = head + len(self.bars) * _ROW_H + 10
         width = _LABEL_W + _BAR_W + 100

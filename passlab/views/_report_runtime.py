@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from passlab._render import esc
-
 
 def runtime_section(profile: Any) -> str:
     """The section's HTML; empty without a profile."""
@@ -15,10 +13,10 @@ def runtime_section(profile: Any) -> str:
         return ""
     by_source = profile.by_source()
     return (f'<section id="pl-runtime"><h2>Run time</h2>'
-            f'<div class="pl-note">{esc(profile.summary())} Each kernel is timed where it '
-            "runs, inside the real run (its \"alone\" column: on copies of its arguments); "
-            "the runtime's own work is the same program with empty kernels. Hover a bar "
-            "for its sources and passes.</div>"
+            '<div class="pl-note">Each kernel is timed where it runs, inside the real run '
+            "(its \"alone\" column: on copies of its arguments); the runtime's own work is "
+            "the same program with empty kernels. Hover a bar for its sources and passes, a "
+            "table cell for the whole list.</div>"
             f'<div style="overflow-x:auto">{profile.plot().to_svg()}</div>'
             f"{profile.to_html()}<h3>Time per source operator</h3>{by_source.to_html()}"
             "</section>")

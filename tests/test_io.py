@@ -133,9 +133,15 @@ def test_resnet_trace_is_small(resnet_build, tmp_path):
     print(f"resnet trace: {len(t)} steps, {meta['stats']['modules']} distinct modules, "
           f"{len(functions)} distinct functions; naive ~{naive / 2**20:.0f} MiB, ir.json "
           f"{meta['stats']['ir_bytes'] / 2**20:.1f} MiB, file {size / 2**20:.2f} MiB")
-    assert stored == len(functions)  # each distinct function stored exactly once
+    # each function object stored once, and copies of one content (a TIR pass that
+    # rebuilt a kernel unchanged) once for all: 486 of 1,407 (measured)
+    assert len(functions) > 2 * stored
+    assert meta["stats"]["merged"] + len(nodes) == meta["stats"]["nodes"]
     assert size * 100 < naive
-    assert_same_trace(t, load_trace(path))
+    loaded = load_trace(path)
+    assert len({f.__chandle__() for s in loaded for m in (s.before, s.after)
+                if m is not None for f in m.functions.values()}) == stored
+    assert_same_trace(t, loaded)
 
 
 def test_sliced_trace_keeps_its_failure_step(tmp_path):

@@ -31,7 +31,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import tempfile
 import threading
 import time
 import zipfile
@@ -45,6 +44,7 @@ from passlab._render import no_cycle_collection
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
 from passlab.io import _llvm_json as _llvm
+from passlab.io import _save_advice, _save_temp
 from passlab.io import validate as _limits
 from passlab.io._tensor_store import stored_graph
 from passlab.io._trace_json import check_trace_json
@@ -228,7 +228,8 @@ def _save(trace: Trace, path: Path, weights: bool) -> Path:
     # write next to the target, then rename: a crash never leaves a half-written trace.
     # The archive is compressed in a thread while the checks run (zlib lets go of the GIL);
     # a check that fails stops it and nothing is left behind.
-    fd, tmp = tempfile.mkstemp(prefix=".passlab-", suffix=".tmp", dir=path.parent or ".")
+    # (locked while written: the next save to the folder removes it if this process dies)
+    fd, tmp = _save_temp.fresh(path.parent)
     stop = threading.Event()
     written = None
     try:
@@ -298,13 +299,15 @@ def _fit(text: str, limit: int) -> str:
 def _check_before_write(meta: bytes, ir: bytes, graph: dict[str, Any], path: Path,
                         llvm: tuple[bytes, bytes] | None = None) -> None:
     """The checks `load_trace` makes before TVM parses the file, on what is about to
-    be written (`graph` is `json.loads(ir)`): a trace that breaks a limit is refused
-    here, with the limit named."""
+    be written (`graph` is `json.loads(ir)`; `llvm` the LLVM members, if any): a
+    trace that breaks a limit is refused here, with the limit named and advice that holds
+    for this trace (`passlab.io._save_advice`)."""
     def bad(why: str) -> TraceFileError:
+        data = json.loads(meta)  # what save wrote: the weights flag and the module ids
+        hint = _save_advice.advice(graph, data, len(ir), meta, data.get("weights") is True,
+                                   _save_advice.failing_node(why))
         return TraceFileError(f"trace.save({str(path)!r}) refused: the file would not load "
-                              f"back ({why}); nothing was written. trace.save(path, "
-                              "weights=False) leaves the tensor data out, trace[a:b] saves "
-                              "part of the steps")
+                              f"back ({why}); nothing was written" + (f". {hint}" if hint else ""))
     members = [(_META, meta, _limits.MAX_TRACE_JSON_BYTES, "validate.MAX_TRACE_JSON_BYTES"),
                (_IR, ir, _limits.MAX_IR_JSON_BYTES, "validate.MAX_IR_JSON_BYTES")]
     if llvm is not None:
@@ -457,6 +460,11 @@ def _load(path: Path) -> Trace:
     saved_with = versions.get("apache-tvm", "?") if isinstance(versions, dict) else "?"
 
     def unreadable(why: str) -> TraceFileError:
+        if "bad_alloc" in why or "MemoryError" in why:  # not the version: the memory
+            return TraceFileError(
+                f"{path}: the process ran out of memory while TVM read the trace's IR "
+                f"({why}); a trace within passlab.io.validate's limits loads in about 1 GiB "
+                "plus a few times its tensor data: free memory, or raise the process's limit")
         return TraceFileError(
             f"{path}: apache-tvm {_tvm.versions().get('apache-tvm')} could not read the IR "
             f"saved with apache-tvm {saved_with!s:.40} ({why}); load the trace with the TVM "
@@ -474,14 +482,17 @@ def _load(path: Path) -> Trace:
     if llvm is not None:
         _llvm.check_llvm_json(llvm[0], llvm[1], data["steps"], bad)
     _limits.check_ir_graph(graph, bad)
-    try:  # TVM parses exactly the graph that was checked, written out again (compact:
-        # no spaces to write or skip, no cycle check on a tree that json.loads made)
-        modules = list(from_json_graph_str(json.dumps(graph, separators=(",", ":"),
-                                                      check_circular=False)))
+    # TVM parses exactly the graph that was checked, written out again (compact: no spaces
+    # to write or skip, no cycle check on a tree that json.loads made); the parsed graph
+    # goes first: TVM's own parse of the text is the peak of a load
+    text = json.dumps(graph, separators=(",", ":"), check_circular=False)
+    del graph
+    try:
+        modules = list(from_json_graph_str(text))
     except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
         raise unreadable((str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]) \
             from None
-    del graph
+    del text
     ill_formed = check_loaded(modules, bad)
     try:
         trace = _trace_from(data, modules, path, llvm)

@@ -37,7 +37,8 @@ from passlab.io._text import MAX_NAME, MAX_SOURCE_NAME, MAX_STRING, MAX_TENSOR_N
 __all__ = ["MAX_MEMBERS", "MAX_TRACE_JSON_BYTES", "MAX_IR_JSON_BYTES", "MAX_IR_JSON_VALUES",
            "MAX_TRACE_JSON_VALUES", "MAX_IR_NODES", "MAX_IR_DEPTH", "MAX_FUNCTION_SIZE",
            "MAX_TENSOR_NDIM", "MAX_STEPS", "MAX_STEP_DEPTH", "MAX_NAME", "MAX_STRING",
-           "MAX_SOURCE_NAME", "bad_text", "references", "modules_in", "check_ir_graph"]
+           "MAX_SOURCE_NAME", "bad_text", "references", "reference_fields", "modules_in",
+           "check_ir_graph"]
 
 # ----------------------------------------------------------------------- limits
 #: Members a trace archive may hold (passlab writes two: ``trace.json`` and ``ir.json``).
@@ -47,13 +48,16 @@ MAX_TRACE_JSON_BYTES = 64 * 2**20
 #: Uncompressed bytes of ``ir.json`` (MobileNetV2's whole build: 18 MiB; a model with
 #: 300 MiB of embedded weights still fits). Other members are never read.
 MAX_IR_JSON_BYTES = 512 * 2**20
-#: JSON values ``ir.json`` may hold, counted on the raw bytes before parsing (each costs
-#: the whole load ~120 bytes: the built-in ResNet's whole build holds 1,460,000 and peaks
-#: at +172 MiB), so that the parse stays within the memory budget.
-MAX_IR_JSON_VALUES = 6_000_000
+#: JSON values ``ir.json`` may hold, counted on the raw bytes before parsing, so that the
+#: load stays within the memory budget: each costs a load ~140 bytes at its peak (TVM's
+#: own parse of the text; the built-in ResNet's whole build holds 411,000, DenseNet-121's
+#: 3,070,000, and twice DenseNet-121's, 6,470,000, loads within 0.9 GiB, RLIMIT_AS).
+MAX_IR_JSON_VALUES = 7_000_000
 #: JSON values of ``trace.json`` (a step record holds ~20; ResNet's whole trace: 162,000).
 MAX_TRACE_JSON_VALUES = 4_000_000
-#: Nodes of the IR graph (MobileNetV2's whole build: 245,000; ResNet's: 122,000).
+#: Nodes of the IR graph, as saved (copies of one content stored once: the built-in
+#: ResNet's whole build 54,500 of the 122,000 TVM writes; DenseNet-121's 405,000 of
+#: 965,000; DenseNet-201's 845,000).
 MAX_IR_NODES = 1_000_000
 #: Longest chain of references in the IR graph (built-in models: 40-60). TVM's loader,
 #: printer and hash recurse once per level: the loader survived 1,000 levels and
@@ -290,9 +294,16 @@ def references(node: dict[str, Any]) -> list[tuple[Any, Any]]:
         return [(data, k) for k in range(len(data))]
     if key in _PLAIN or not isinstance(data, dict):
         return []
-    fields = _fields(key)
-    return [(data, name) for name in data
-            if fields[name][0] not in (_NONE, _INT, _BOOL, _FLOAT, _DTYPE)]
+    refs = reference_fields(key)
+    return [(data, name) for name in data if name in refs]
+
+
+@cache
+def reference_fields(key: str) -> tuple[str, ...]:
+    """The fields of an IR object type that TVM stores as node indices (those not of a
+    plain static kind)."""
+    return tuple(name for name, (kind, _, _) in _fields(key).items()
+                 if kind not in (_NONE, _INT, _BOOL, _FLOAT, _DTYPE))
 
 
 def modules_in(graph: Any, what: Callable[[str], TraceFileError]) -> int:

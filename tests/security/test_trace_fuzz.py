@@ -157,7 +157,8 @@ def test_element_of_the_wrong_type(saved, tmp_path):
         nodes[f]["data"]["params"] = len(nodes) - 1  # a later node: refused as a forward ref
 
     path = with_ir(saved, tmp_path / "params.zip", edit)
-    assert "field 'params': refers to 8283; a reference is the index of an earlier node" \
+    last = len(json.loads(read_members(saved)["ir.json"])["nodes"])  # the appended array
+    assert f"field 'params': refers to {last}; a reference is the index of an earlier node" \
         in error(path)
 
     def edit2(nodes):

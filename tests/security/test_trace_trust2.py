@@ -481,7 +481,7 @@ def test_two_tensors_of_one_content_are_stored_once(tmp_path):
         _tensor(2, 32, 2, 8), _tensor(2, 32, 2, 8), _tensor(2, 32, 3, 12),
         {"type": "ffi.Array", "data": [0, 1, 2]}], "metadata": {}}
     out, stats = stored_graph(json.loads(json.dumps(graph)), weights=True)
-    assert stats == {"tensors": 3, "stored": 2, "dropped_bytes": 0}
+    assert stats == {"tensors": 3, "stored": 2, "dropped_bytes": 0, "nodes": 4, "merged": 1}
     assert out["nodes"][-1] == {"type": "ffi.Array", "data": [0, 0, 1]}
     assert out["root_index"] == 2 and len(out["nodes"]) == 3
 
@@ -522,8 +522,8 @@ def test_save_refuses_a_trace_that_would_not_load(mlp_build, tmp_path, monkeypat
         mlp_build.trace.save(target)
     assert str(err.value) == (
         f"trace.save({str(target)!r}) refused: the file would not load back (ir.json has "
-        "8,283 nodes; at most 100 are read); nothing was written. trace.save(path, "
-        "weights=False) leaves the tensor data out, trace[a:b] saves part of the steps")
+        "3,748 nodes; at most 100 are read); nothing was written. No part of it fits: its "
+        "first step alone breaks the limit")
     assert not target.exists() and list(tmp_path.iterdir()) == []
 
 

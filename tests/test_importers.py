@@ -288,6 +288,42 @@ def test_unsupported_onnx_operator_names_it_and_its_node():
                         "or onnxsim).")
 
 
+_ORDER = ("ONNX requires a graph's nodes in topological order, each reading only what is "
+          "made before it")
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ([helper.make_node("Add", ["x", "y"], ["y"], name="loop")],
+     "it has a cycle, each node reading the next one's output ('loop' -> 'loop'; node 'loop' "
+     f"(Add) reads 'y', made by itself); {_ORDER}"),
+    ([helper.make_node("Relu", ["x"], ["h"], name="in"),
+      helper.make_node("Add", ["h", "z"], ["y"], name="a"),
+      helper.make_node("Relu", ["y"], ["z"], name="b")],
+     "it has a cycle, each node reading the next one's output ('a' -> 'b' -> 'a'; node 'a' "
+     f"(Add) reads 'z', made by a node that depends on it); {_ORDER}"),
+    ([helper.make_node("Relu", ["h"], ["y"], name="second"),
+      helper.make_node("Relu", ["x"], ["h"], name="first")],
+     "node 'second' (Relu) reads 'h' before node 'first' makes it (nodes out of order; "
+     f"{_ORDER}: export the model again, or sort its nodes, e.g. with onnx-graphsurgeon's "
+     "toposort())"),
+    ([helper.make_node("Relu", ["nowhere"], ["y"])],
+     f"node '#0' (Relu) reads 'nowhere', which no node, graph input or initializer makes; "
+     f"{_ORDER}"),
+])
+def test_a_cyclic_or_unordered_onnx_graph_is_one_clear_error(tmp_path, capfd, nodes, message):
+    graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, str(path))
+    for given, what in ((model, "the ONNX model"), (path, repr(str(path)))):
+        with pytest.raises(ModelFormatError) as err:  # was TVM's bare KeyError
+            load(given)
+        assert str(err.value) == f"{what} is not a valid ONNX graph: {message}"
+    assert capfd.readouterr() == ("", "")  # refused before TVM's importer warns
+
+
 def test_shape_for_unknown_input_lists_the_inputs():
     with pytest.raises(UnknownNameError) as err:
         load(onnx_mlp(), X=(1, 16))

@@ -365,6 +365,64 @@ def _onnx_inputs(model) -> list[tuple[str, tuple]]:
     return out
 
 
+def _check_onnx_order(model, what: str) -> None:
+    """Refuse a graph whose nodes read a tensor no earlier node, graph input or
+    initializer makes (ONNX requires its nodes in topological order; TVM's importer then
+    fails with a bare KeyError): a cycle (a node that reads its own output, or nodes that
+    read each other's), nodes out of order, or a tensor nothing makes."""
+    graph = model.graph
+    made = {o: k for k, node in enumerate(graph.node) for o in node.output}
+    known = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    right = "ONNX requires a graph's nodes in topological order, each reading only what is made before it"
+    for k, node in enumerate(graph.node):
+        for name in node.input:
+            if name in known:
+                continue
+            at = made.get(name)
+            label = f"node {node.name or f'#{k}'!r} ({node.op_type})"
+            if at is None:
+                raise ModelFormatError(f"{what} is not a valid ONNX graph: {label} reads "
+                                       f"{name!r}, which no node, graph input or initializer "
+                                       f"makes; {right}")
+            loop = _onnx_cycle(graph, made)
+            if loop:
+                names = " -> ".join(repr(graph.node[j].name or f"#{j}") for j in loop)
+                raise ModelFormatError(f"{what} is not a valid ONNX graph: it has a cycle, "
+                                       f"each node reading the next one's output ({names}; "
+                                       f"{label} reads {name!r}, made by "
+                                       f"{'itself' if at == k else 'a node that depends on it'}"
+                                       f"); {right}")
+            raise ModelFormatError(f"{what} is not a valid ONNX graph: {label} reads {name!r} "
+                                   f"before node {graph.node[at].name or f'#{at}'!r} makes it "
+                                   f"(nodes out of order; {right}: export the model again, or "
+                                   "sort its nodes, e.g. with onnx-graphsurgeon's toposort())")
+        known.update(node.output)
+
+
+def _onnx_cycle(graph: Any, made: Mapping[str, int]) -> list[int]:
+    """The node positions of one cycle of the graph (first node repeated at the end), or
+    [] when it has none."""
+    reads = [[made[i] for i in node.input if i in made] for node in graph.node]
+    state = [0] * len(reads)  # 0 unseen, 1 on the path, 2 done
+    for start in range(len(reads)):
+        if state[start]:
+            continue
+        path, stack = [start], [iter(reads[start])]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(reads[nxt]))
+    return []
+
+
 def _unsupported_onnx_ops(model) -> dict[str, list[str]]:
     """`{op_type: [node names]}` of the nodes TVM's ONNX importer cannot convert."""
     try:
@@ -389,6 +447,7 @@ def _from_onnx(model, shapes: Mapping[str, Any], keep: bool, what: str):
                           extra=f"({what} has the inputs "
                           + ", ".join(f"{n}{_shape_text(s)}" for n, s in inputs.items()) + ")")
         _check_shape(name, shape, inputs[name])
+    _check_onnx_order(model, what)
     unsupported = _unsupported_onnx_ops(model)
     if unsupported:
         raise ModelFormatError(_unsupported_message(what, unsupported))

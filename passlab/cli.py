@@ -177,10 +177,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     pipe = Pipeline.default(args.target, variant=args.variant)
     for fn, where, anchor in inserts:
         pipe = pipe.insert(fn, **{where: anchor})
+    if args.llvm_option:
+        try:
+            pipe = pipe.llvm_options(*args.llvm_option)
+        except ValueError as exc:
+            raise CliError(f"--llvm-option: {exc}") from None
     start = time.perf_counter()
     status = 0
     try:
-        built = build(mod, pipe)
+        built = build(mod, pipe, llvm_passes=args.llvm_passes)
         trace = built.trace
     except BuildError as err:
         trace = err.trace
@@ -203,6 +208,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     took = time.perf_counter() - start
     size = out.stat().st_size
     print(f"recorded {len(trace)} pass calls in {seconds:.2f} s; wrote the report in {took:.2f} s")
+    if trace.llvm_summary is not None:
+        s = trace.llvm_summary
+        print(f"LLVM: {s.changed:,} of its {s.runs:,} pass runs changed the IR "
+              f"({s.seconds:.2f} s to record)")
     if prof is not None:
         print(prof.summary())
     print(f"wrote {out} ({_size_text(size)})")
@@ -523,6 +532,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--target", default="llvm", help=_TARGET_HELP)
     r.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     r.add_argument("--trust", action="store_true", help=_TRUST_HELP)
+    r.add_argument("--llvm-passes", action="store_true",
+                   help="also record LLVM's own passes (SROA, InstCombine, the vectorizers, "
+                        "...) as steps under codegen: the module is compiled a second time "
+                        "while LLVM prints what each pass changed (slow: 5-20x the build)")
+    r.add_argument("--llvm-option", action="append", default=[], metavar="OPT",
+                   help="an LLVM option for code generation, as TVM reads it: "
+                        "-name:type=value, e.g. -vectorize-loops:bool=false (repeatable)")
     r.add_argument("--all-functions", action="store_true",
                    help="print every changed function in each pass diff (default: the first "
                         "24, naming the others)")

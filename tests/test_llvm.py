@@ -489,3 +489,136 @@ def test_vectorization_per_kernel_read_and_measured(llvm_build):
     assert "cannot be switched on through TVM 0.27" in v.to_text()
     with pytest.raises(ValueError, match="needs a trace recorded with LLVM's passes"):
         vectorization(passlab.build(passlab.models.mlp()).trace)
+
+
+def test_blame_goes_on_into_llvm(llvm_build, plain_build):
+    from passlab.research import blame
+
+    b = blame(llvm_build.trace, "fused_matmul_add_relu")
+    assert [s.label for s in b.vectorized_by] == ["LoopVectorizePass", "SLPVectorizerPass#1"]
+    assert {e.function for e in b.llvm_events} == {"fused_matmul_add_relu_compute_",
+                                                   "__tvm_ffi_fused_matmul_add_relu"}
+    mine = llvm_build.trace.llvm_steps("fused_matmul_add_relu")
+    assert [e.step.index for e in b.llvm_events] == [
+        s.index for s in mine for f in s.llvm.functions if f.kernel == "fused_matmul_add_relu"]
+    assert b.summary().endswith(
+        "In LLVM: vectorized by LoopVectorizePass (fused_matmul_add_relu_compute_), "
+        "SLPVectorizerPass#1 (fused_matmul_add_relu_compute_); "
+        f"{len({e.step.index for e in b.llvm_events}) - 2} LLVM pass runs rewrote its "
+        "functions (SimplifyCFGPass, SROAPass, EarlyCSEPass, IPSCCPPass, GlobalOptPass, ...)")
+    assert "In LLVM: not vectorized by LLVM" in blame(llvm_build.trace, "transpose").summary()
+    # without LLVM's passes the history ends at the last TIR pass, as before
+    plain = blame(plain_build.trace, "fused_matmul_add_relu")
+    assert plain.llvm_events == () and "LLVM" not in plain.summary()
+    assert [e.step.index for e in b if e.step.llvm is None] == [e.step.index for e in plain]
+
+
+def test_cli_report_records_llvm_passes_and_checks_options(tmp_path, capsys):
+    from passlab.cli import main
+    from passlab.views._report_state import read_report
+
+    out = tmp_path / "r.html"
+    assert main(["report", "mlp", "--llvm-passes", "--llvm-option=-unroll-threshold:int=0",
+                 "-o", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    llvm = next(line for line in printed if line.startswith("LLVM: "))
+    assert re.fullmatch(r"LLVM: \d+ of its [\d,]+ pass runs changed the IR \([\d.]+ s to "
+                        r"record\)", llvm)
+    data, blocks = read_report(out.read_text())
+    rows = [r for r in data["state"]["steps"] if r["stage"] == "llvm"]
+    assert len(rows) == 40 and next(r for r in data["state"]["steps"] if r.get("llvm"))
+    assert all(f"diff:{r['i']}:side-by-side" in blocks for r in rows)
+    assert main(["report", "mlp", "--llvm-option=-pass-remarks=x", "-o", str(out)]) == 2
+    assert "--llvm-option: LLVM option -pass-remarks cannot be set" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_attribute_measures_what_llvms_vectorizers_buy():
+    opts = ["-vectorize-loops:bool=false", "-vectorize-slp:bool=false"]
+    a = passlab.attribute("mlp", llvm_options=opts, repeat=3, workers=1, progress=False)
+    assert sorted(r.pass_ for r in a) == sorted(opts)
+    assert " 2 LLVM options set one at a time (2 ok)" in a.summary()
+    for r in a:
+        assert r.status == "ok" and r.max_abs_diff is not None and r.max_abs_diff < 1e-5
+        assert r.kernels == r.kernels_without == 4 and r.reused is not True
+        assert r.delta_s == pytest.approx(r.run_s - r.run_s_without)
+    both = passlab.attribute("mlp", passes=["FuseOps"], llvm_options=opts[0], repeat=2,
+                             workers=1, progress=False)
+    assert sorted(r.pass_ for r in both) == sorted(["FuseOps", opts[0]])
+    assert "1 pass disabled and 1 LLVM option set one at a time" in both.summary()
+    with pytest.raises(LlvmOptionError, match="-pass-remarks cannot be set"):
+        passlab.attribute("mlp", llvm_options=["-pass-remarks=x"], workers=1)
+
+
+# -------------------------------------------------------------------------- views
+def test_pass_list_has_an_llvm_group_under_codegen(llvm_build):
+    from passlab.views import explorer_list as listing
+
+    trace = llvm_build.trace
+    llvm = [s.index for s in trace.llvm_steps()]
+    codegen = next(s for s in trace if s.code is not None)
+    closed = listing.visible(trace)
+    opened = listing.visible(trace, show_llvm=True)
+    assert not set(llvm) & set(closed) and codegen.index in closed
+    assert opened == closed + llvm  # the group follows the codegen row, in LLVM's order
+    found = listing.visible(trace, show_llvm=True, search="vectorize")
+    assert found == [i for i in opened if "vectorize" in trace[i].label.lower()]
+    assert [trace[i].label for i in found if trace[i].llvm is not None] == [
+        "SLPVectorizerPass", "LoopVectorizePass", "SLPVectorizerPass#1", "LoopVectorizePass#1"]
+    assert listing.visible(trace, show_llvm=True, stage="llvm") == llvm
+    rows = {r["i"]: r for r in listing.rows(trace)}
+    assert rows[codegen.index]["llvm"] == len(llvm)
+    assert sum("llvm" in r for r in rows.values()) == 1
+    lv = trace.find("LoopVectorizePass")
+    assert (rows[lv.index]["stage"], rows[lv.index]["ms"], rows[lv.index]["summary"]) == (
+        "llvm", None, "~1")
+
+
+def test_explorer_opens_the_llvm_group_and_shows_llvm_diffs(llvm_build):
+    pytest.importorskip("anywidget")
+    from passlab.views.explorer import Explorer
+
+    ex = Explorer(llvm_build)
+    shown = list(ex.visible)
+    ex.show_llvm = True
+    assert ex.visible == shown + [s.index for s in llvm_build.trace.llvm_steps()]
+    ex.selected = llvm_build.trace.find("SLPVectorizerPass").index
+    assert 'data-kind="llvm"' in ex.diff_html and "tok-kt" in ex.diff_html
+    assert "SLPVectorizerPass changed" in ex.explain_html
+    ex.show_llvm = False
+    assert ex.visible == shown
+
+
+def test_kernel_panel_says_what_llvm_did(llvm_build, plain_build):
+    from passlab.views import explorer_panes as panes
+
+    def panel(build):
+        r = panes.PaneRenderer(build.trace)
+        idx = build.trace.find("FuseTIR").index
+        node = next(n for n in r.graph(idx).nodes if n.label == "fused_matmul_add_relu")
+        return r.kernel_links(idx, node.id)
+
+    html = panel(llvm_build)
+    lv, slp = (llvm_build.trace.find(n) for n in ("LoopVectorizePass", "SLPVectorizerPass#1"))
+    assert ('<div class="plx-kernel-llvm"><b>LLVM</b>: vectorized by LoopVectorize and '
+            "SLPVectorizer; widest &lt;4 x float&gt;, 441 vector types (") in html
+    assert f'data-step="{lv.index}"' in html and f'data-step="{slp.index}"' in html
+    assert "plx-kernel-llvm" not in panel(plain_build)
+
+
+def test_report_lists_and_diffs_a_bounded_llvm_group(llvm_build, tmp_path):
+    from passlab.views._report_state import REPORT_LLVM, llvm_kept, read_report
+
+    trace = llvm_build.trace
+    kept = llvm_kept(list(trace.llvm_steps()))
+    assert len(kept) == REPORT_LLVM == 40
+    firsts = [s for s in trace.llvm_steps() if s.name in (
+        "LoopVectorizePass", "SLPVectorizerPass", "LoopUnrollPass")]
+    assert set(firsts) <= set(kept)
+    data, blocks = read_report(trace.write_report(tmp_path / "r.html").read_text())
+    rows = [r["i"] for r in data["state"]["steps"] if r["stage"] == "llvm"]
+    assert rows == [s.index for s in kept]
+    assert all(f"diff:{i}:side-by-side" in blocks and f"explain:{i}" in blocks for i in rows)
+    assert data["state"]["show_llvm"] is False
+    full, _ = read_report(trace.write_report(tmp_path / "f.html", full=True).read_text())
+    assert sum(r["stage"] == "llvm" for r in full["state"]["steps"]) == len(trace.llvm_steps())

@@ -128,6 +128,8 @@ def pipeline_recipe(pipe: Pipeline) -> dict[str, Any]:
                 dict(name=e.name, origin=e.origin, enabled=e.enabled, note=e.note,
                      ref=_entry_ref(e, s.name, seen)) for e in s.passes])
                 for s in getattr(pipe, field)]
+    if pipe.llvm_opts:  # absent for none: the default pipeline's recipe stays as it was
+        out["llvm_options"] = list(pipe.llvm_opts)
     return out
 
 
@@ -170,7 +172,7 @@ def pipeline_from_recipe(recipe: dict[str, Any]) -> Pipeline:
         Stage(s["name"], tuple(PassEntry(p["name"], _resolve(p["ref"], defaults), p["origin"],
                                          p["enabled"], p["note"]) for p in s["passes"]))
         for s in recipe[field]) for field in fields}
-    return dataclasses.replace(default, **stages)
+    return dataclasses.replace(default, **stages).llvm_options(*recipe.get("llvm_options", ()))
 
 
 # ------------------------------------------------------------------- check recipes

@@ -131,7 +131,12 @@ class Attribution(NamedSequence[PassEffect], Displayable):
         counts: dict[str, int] = {}
         for r in self.rows:
             counts[r.status] = counts.get(r.status, 0) + 1
-        done = (f"{len(self.rows)} passes disabled one at a time "
+        opts = sum(1 for r in self.rows if r.pass_.startswith("-"))  # LLVM options
+        what = " and ".join(x for x in (
+            f"{len(self.rows) - opts} pass{'' if len(self.rows) - opts == 1 else 'es'} disabled"
+            if len(self.rows) > opts else "",
+            f"{opts} LLVM option{'s' if opts != 1 else ''} set" if opts else "") if x)
+        done = (f"{what or '0 passes disabled'} one at a time "
                 f"({', '.join(f'{n} {s}' for s, n in counts.items())})")
         left = ""
         if self.not_run:
@@ -204,6 +209,16 @@ def _passes(pipe: Pipeline, passes: Sequence[str] | None) -> list[str]:
     return names
 
 
+def _llvm_variants(pipe: Pipeline, options: Sequence[str] | str) -> tuple[str, ...]:
+    """`options` checked and typed (`Pipeline.llvm_options`), one variant each."""
+    if isinstance(options, str):
+        options = [options]
+    checked = pipe.llvm_options(*options).llvm_opts if options else ()
+    if len(set(checked)) != len(checked):
+        raise SweepError(f"llvm_options names an option twice: {list(options)!r}")
+    return tuple(checked)
+
+
 def _moved(with_: dict[str, float], without: dict[str, float], n: int = 3
            ) -> tuple[tuple[str, float], ...]:
     names = set(with_) | set(without)
@@ -236,7 +251,8 @@ def _close(mine: list[Any] | None, ref: list[Any] | None) -> tuple[float | None,
 
 
 def attribute(model: Any, pipeline: Pipeline | None = None, *,
-              passes: Sequence[str] | str | None = None, inputs: Any = None,
+              passes: Sequence[str] | str | None = None,
+              llvm_options: Sequence[str] | str = (), inputs: Any = None,
               repeat: int = 10, workers: int | None = None, executor: Executor | None = None,
               timeout: float | None = None,
               progress: bool | Callable[[str, str, int, int], None] | None = None,
@@ -253,7 +269,14 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
         in worker processes, as in `passlab.sweep`).
     passes
         Pass names to disable one at a time (a list, or "A,B"); default: every enabled
-        pass of the Relax pipeline.
+        pass of the Relax pipeline (none when `llvm_options` are given: `passes=None`
+        then means none, a list still names them).
+    llvm_options
+        LLVM options to set one at a time, each a row named by the option
+        (`Pipeline.llvm_options`): `["-vectorize-loops:bool=false",
+        "-vectorize-slp:bool=false"]` answers what LLVM's loop and SLP vectorizers buy
+        the model (its `delta_s` is the time with them minus without). These variants
+        are built from the model (their Relax and TIR pipelines are the full one's).
     inputs
         None (seeded random inputs and weights), a seed (an int >= 0), or input arrays.
     repeat
@@ -313,18 +336,21 @@ def attribute(model: Any, pipeline: Pipeline | None = None, *,
     check_progress(progress)
     if not isinstance(reuse_prefix, bool):
         raise SweepError(f"reuse_prefix is True or False, not {reuse_prefix!r}")
-    names = _passes(pipe, passes)
+    opts = _llvm_variants(pipe, llvm_options)
+    names = [] if opts and passes is None else _passes(pipe, passes)
     spec, label = model_spec(model)
     label = label or "model"
     given = job_inputs(inputs, label, by_label=False)
-    variants = [(_FULL, pipe)] + [(n, pipe.disable(n)) for n in names]
+    variants = ([(_FULL, pipe)] + [(n, pipe.disable(n)) for n in names]
+                + [(o, pipe.llvm_options(*pipe.llvm_opts, o)) for o in opts])
+    names = names + list(opts)
     full = pipeline_recipe(pipe)
     jobs = []
     for name, p in variants:
         job: dict[str, Any] = dict(
             model=label, pipeline=name, model_spec=spec, pipeline_recipe=pipeline_recipe(p),
             checks=[], inputs=given, timeout=timeout, folder=None,
-            profile=dict(repeat=repeat), prefix=reuse_prefix,
+            profile=dict(repeat=repeat), prefix=reuse_prefix and name not in opts,
             reuse=f"attribute:{spec.get('sha') or label}:{pipe.target}:{id(pipe)}",
             # each variant is timed against the full pipeline in its own job too
             baseline=True if name == _FULL else full)

@@ -7,7 +7,9 @@ touched it, back to the input model.
 
 Functions are followed through each step's `functions_changed`; bindings through a
 per-function map from variable name to the structural hash of its bound value, computed
-only for the functions a step changed and cached per function object.
+only for the functions a step changed and cached per function object. A kernel's history
+goes on into LLVM's own passes when the trace recorded them (`llvm_passes=True`): the
+passes that rewrote its generated functions, and the vectorizers that vectorized them.
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ from passlab.recording.trace import Step, Trace
 
 __all__ = ["blame", "Blame", "Event"]
 
-ACTIONS = ("created", "rewritten", "removed")
+ACTIONS = ("created", "rewritten", "removed", "vectorized")
+#: LLVM's vectorizers: a step of theirs that adds vector instructions to a kernel's
+#: function "vectorized" it.
+_VECTORIZERS = ("LoopVectorizePass", "SLPVectorizerPass")
 
 
 @dataclass(frozen=True, eq=False)
 class Event:
-    """`step` `action` ("created", "rewritten", "removed") the name; `function` is
-    the global function that holds it (for bindings and kernel parameters)."""
+    """`step` `action` ("created", "rewritten", "removed"; "vectorized" by one of
+    LLVM's vectorizers) the name; `function` is the global function that holds it (for
+    bindings and kernel parameters; for an LLVM step, the generated function)."""
 
     action: str
     step: Step = field(repr=False)
@@ -74,6 +80,17 @@ class Blame(NamedSequence[Event], _render.Displayable):
     def removed_by(self) -> tuple[Step, ...]:
         return self._by("removed")
 
+    @property
+    def vectorized_by(self) -> tuple[Step, ...]:
+        """LLVM's vectorizer steps that added vector instructions to the kernel."""
+        return self._by("vectorized")
+
+    @property
+    def llvm_events(self) -> tuple[Event, ...]:
+        """The events in LLVM's own passes (a kernel of a trace recorded with
+        `llvm_passes=True`)."""
+        return tuple(e for e in self.events if e.step.llvm is not None)
+
     def summary(self) -> str:
         """One line: "lv (binding): not in the input model. In forward: created by FuseOps;
         rewritten by FuseTIR" (bindings and parameters are grouped by function)."""
@@ -82,7 +99,8 @@ class Blame(NamedSequence[Event], _render.Displayable):
                                            else "not in the input model")
         groups: dict[str | None, list[Event]] = {}
         for e in self.events:
-            groups.setdefault(e.function, []).append(e)
+            if e.step.llvm is None:
+                groups.setdefault(e.function, []).append(e)
         parts = []
         for function, events in groups.items():
             acts = []
@@ -91,9 +109,27 @@ class Blame(NamedSequence[Event], _render.Displayable):
                 if steps:
                     acts.append(f"{action} by {', '.join(steps)}")
             parts.append((f"In {function}: " if function else "") + "; ".join(acts))
+        llvm = self._llvm_summary()
         if not parts:
-            return head + "; no pass touched it"
-        return head + ("; " + parts[0] if groups.keys() == {None} else ". " + ". ".join(parts))
+            return head + ("; no pass touched it" if not llvm else "; " + llvm)
+        return head + ("; " + parts[0] if groups.keys() == {None} else ". " + ". ".join(parts)) \
+            + (". " + llvm if llvm else "")
+
+    def _llvm_summary(self) -> str:
+        """"In LLVM: vectorized by LoopVectorizePass (f_compute_); 31 passes rewrote its
+        functions (SROAPass, ...)"."""
+        events = self.llvm_events
+        if not events:
+            return ""
+        vec = [f"{e.step.label} ({e.function})" for e in events if e.action == "vectorized"]
+        steps = list(dict.fromkeys(e.step.label for e in events if e.action != "vectorized"))
+        names = list(dict.fromkeys(s.partition("#")[0] for s in steps))
+        parts = [f"vectorized by {', '.join(vec)}"] if vec else ["not vectorized by LLVM"]
+        if steps:
+            parts.append(f"{len(steps)} LLVM pass run{'s' if len(steps) != 1 else ''} "
+                         f"rewrote its functions ({', '.join(names[:5])}"
+                         f"{', ...' if len(names) > 5 else ''})")
+        return "In LLVM: " + "; ".join(parts)
 
     def _table(self) -> tuple[list[str], list[list[str]]]:
         return (["step", "pass", "stage", "action", "function"],
@@ -196,6 +232,29 @@ def _parameter_events(chain: list[Step], name: str, names: _Names) -> list[Event
     return _events(chain, name, names.parameters, lambda a, b: a == b)
 
 
+def _llvm_events(trace: Trace, kernel: str) -> list[Event]:
+    """Kernel `kernel`'s history in LLVM's own passes: one event per function of it
+    that an LLVM step changed ("vectorized" where a vectorizer added vector
+    instructions)."""
+    code = trace.code
+    if trace.llvm_summary is None or code is None or kernel not in code.kernels:
+        return []
+    from passlab._tvm.llvm import function_stats
+
+    events = []
+    for s in trace.llvm_steps(kernel):
+        for f in s.llvm.functions:
+            if f.kernel != kernel:
+                continue
+            action = {"added": "created", "removed": "removed"}.get(f.status, "rewritten")
+            if (s.name in _VECTORIZERS and action == "rewritten"
+                    and function_stats(f.after).vector_instructions
+                    > function_stats(f.before).vector_instructions):
+                action = "vectorized"
+            events.append(Event(action, s, f.symbol))
+    return events
+
+
 def _tensor_alias(module: Any, name: str) -> str | None:
     from passlab.analysis.buffers import buffers
 
@@ -291,6 +350,8 @@ def blame(where: Trace | Build | Step, name: str, *, trace: Trace | None = None,
                                   ("removed", ch.removed)):
                 if name in group:
                     events.append(Event(action, s))
+        if at is None:
+            events += _llvm_events(trace, name)
         return Blame(name, "function", tuple(events), name in _tvm.functions(start), at)
     if kind in (None, "binding") and any(in_bindings(m, name) for m in mods):
         return Blame(name, "binding", tuple(_binding_events(chain, name, names)),

@@ -29,7 +29,8 @@ from passlab.views import _embed, _snapshots, explorer_profile
 from passlab.views import explorer_list as listing
 from passlab.views import explorer_panes as panes
 
-__all__ = ["Bounds", "ReportData", "report_data", "CODE_LINES", "OVERLAYS", "PARAMS"]
+__all__ = ["Bounds", "ReportData", "report_data", "llvm_kept", "CODE_LINES", "OVERLAYS",
+           "PARAMS", "REPORT_LLVM"]
 
 #: Lines of a kernel's TIR and of its generated code kept per kernel.
 CODE_LINES = 400
@@ -111,6 +112,7 @@ def _state(trace: Trace, listed: list[Step], complete: bool) -> dict[str, Any]:
         summary=trace.summary().split("\n")[0] if len(trace) else "Empty trace",
         failure=trace.failure.to_text() if trace.failure is not None else "",
         visible=visible, changed_only=False, stage="", search="", show_inner=False,
+        show_llvm=False,
         selected=first if first in have else (visible[0] if visible else -1),
         tab="diff", diff_mode="side-by-side", diff_all=False, bounds={}, symbols=[],
         compare_a=main[0].index if main else -1, compare_b=main[-1].index if main else -1,
@@ -129,6 +131,22 @@ def _capped(text: str) -> str:
     if len(lines) <= CODE_LINES:
         return text
     return "\n".join(lines[:CODE_LINES]) + f"\n\u2026 shown {CODE_LINES} of {len(lines)} lines"
+
+
+#: LLVM steps (a trace recorded with llvm_passes=True) whose diff and explanation a report
+#: keeps: the vectorizers' and unrolling's first, then the others in LLVM's order (an
+#: LLVM pass's diff is a whole function, hundreds of lines: ResNet-18 records 2,297).
+REPORT_LLVM = 40
+_LLVM_FIRST = ("LoopVectorizePass", "SLPVectorizerPass", "LoopUnrollPass")
+
+
+def llvm_kept(steps: list[Step], full: bool = False) -> list[Step]:
+    """The LLVM steps of `steps` whose diffs a report keeps (all with `full`)."""
+    if full or len(steps) <= REPORT_LLVM:
+        return steps
+    first = [s for s in steps if s.name.partition("#")[0] in _LLVM_FIRST][:REPORT_LLVM]
+    rest = [s for s in steps if s not in first][:REPORT_LLVM - len(first)]
+    return sorted(first + rest, key=lambda s: s.index)
 
 
 def _explains(data: ReportData, trace: Trace, steps: Iterable[Step]) -> None:
@@ -324,8 +342,9 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
     data = ReportData(_state(trace, listed, complete))
     failing = bounds.failing
     main = [s for s in listed if _main(s, failing)]
-    _explains(data, trace, main)
-    _diffs(data, renderer, [s for s in main if not s.failed and s.changed], bounds)
+    llvm = llvm_kept([s for s in listed if s.llvm is not None], bounds.full)
+    _explains(data, trace, main + llvm)
+    _diffs(data, renderer, [s for s in main if not s.failed and s.changed] + llvm, bounds)
     _snapshots_panes(data, renderer, snaps)
     if any(s.on_main_chain for s in trace):
         data.add("provenance:default", renderer.pane("provenance", snaps[0].step.index
@@ -338,8 +357,9 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
     data.notes = {
         "diff": ("This pass's diff is not in this report: it keeps the diffs of the "
                  "main-chain passes it lists (inner passes and wrappers run inside other "
-                 "passes, on partial modules). In Python: passlab.diff(trace[i]), or "
-                 "passlab.Explorer(trace)."),
+                 "passes, on partial modules) and of at most "
+                 f"{REPORT_LLVM} of LLVM's own passes (the vectorizers' and unrolling's "
+                 "first). In Python: passlab.diff(trace[i]), or passlab.Explorer(trace)."),
         "graph": (f"This report draws the fused graph after {drawn}; "
                   "passlab.Explorer(trace) draws it after any pass."),
         "graph_variant": ("This drawing (weights or colouring) is not in this report for "

@@ -135,6 +135,9 @@ else:
         search = t.Unicode("", help="list only passes whose name contains this").tag(sync=True)
         show_inner = t.Bool(False, help="also list wrappers and passes run inside "
                                         "other passes").tag(sync=True)
+        show_llvm = t.Bool(False, help="open the group of LLVM's own passes under the "
+                                       "codegen step (a trace recorded with "
+                                       "llvm_passes=True)").tag(sync=True)
         selected = t.Int(-1, help="Step.index of the selected pass (-1: none)").tag(sync=True)
         # -- the panes
         tab = t.Enum(panes.TABS, "diff", help="the open pane").tag(sync=True)
@@ -340,7 +343,8 @@ else:
         # ----------------------------------------------------------- observers
         def _visible(self) -> list[int]:
             return listing.visible(self._trace, changed_only=self.changed_only, stage=self.stage,
-                                 search=self.search, show_inner=self.show_inner)
+                                 search=self.search, show_inner=self.show_inner,
+                                 show_llvm=self.show_llvm)
 
         def load_rows(self) -> None:
             """Compute and send every step's row (inner passes and wrappers too), when
@@ -351,12 +355,12 @@ else:
                     self.steps_complete = True
                     self.rendered += 1  # the front end's busy flag waited for them
 
-        @t.observe("changed_only", "stage", "search", "show_inner")
+        @t.observe("changed_only", "stage", "search", "show_inner", "show_llvm")
         def _on_filter(self, change: Any) -> None:
             if not self._ready:
                 return
             with self.hold_sync():
-                if self.show_inner:
+                if self.show_inner or self.show_llvm:
                     self.load_rows()
                 self.visible = self._visible()
                 self._follow_filter([i for i in self.visible if i >= 0])

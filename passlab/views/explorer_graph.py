@@ -143,6 +143,7 @@ def kernel_links(trace: Trace, step: Step, node: Any, prov: Any = None) -> str:
     out = []
     if name is not None:
         out.append(_history(trace, step, name))
+        out.append(_llvm_facts(trace, name))
         out.append(_origins(prov, name))
         if not step.failed and name in step.functions_changed.names:
             out.append(_function_diff(step, name))
@@ -172,6 +173,25 @@ def _history(trace: Trace, step: Step, name: str) -> str:
     text = "; ".join(parts) or "no main-chain pass changed it"
     return (f'<div class="plx-kernel-history"><b>{_render.esc(name)}</b>: {text} '
             f"(up to {_render.esc(_numbering.ref(step))})</div>")
+
+
+def _llvm_facts(trace: Trace, name: str) -> str:
+    """What LLVM's vectorizers did to kernel `name` (a trace recorded with
+    `llvm_passes=True`), with links to their steps; "" otherwise."""
+    if trace.llvm_summary is None or trace.code is None or name not in trace.code.kernels:
+        return ""
+    from passlab.analysis.llvm import vectorization
+
+    try:
+        k = vectorization(trace)[name]
+    except Exception as exc:  # noqa: BLE001 - the rest of the panel still shows
+        return _render.error_panel(exc, f"what LLVM did to {name}")
+    by = [trace[i] for i in k.steps]
+    links = ", ".join(_step_link(s) for s in by)
+    runs = len(trace.llvm_steps(name))
+    text = _render.esc(k.sentence()) + (f" ({links})" if links else "")
+    return (f'<div class="plx-kernel-llvm"><b>LLVM</b>: {text}; {runs} of LLVM\'s pass runs '
+            f"changed its functions (the LLVM group under codegen)</div>")
 
 
 def _origins(prov: Any, name: str) -> str:

@@ -37,6 +37,7 @@ def rows(trace: Trace, *, main_only: bool = False,
     if main_only and any(listed(s) for s in steps):
         steps = [s for s in steps if listed(s)]
     pos = _numbering.positions(trace)
+    llvm = sum(1 for s in trace if s.llvm is not None)
     for s in steps:
         ch = s.functions_changed
         out.append(dict(
@@ -45,6 +46,8 @@ def rows(trace: Trace, *, main_only: bool = False,
             summary=ch.summary(), detail=detail(ch), failed=s.failed,
             ms=None if s.seconds is None else round(s.seconds * 1e3, 2),
         ))
+        if llvm and s.code is not None:  # the codegen row heads the group of LLVM's passes
+            out[-1]["llvm"] = llvm
     # the pipeline's disabled entries did not run: greyed rows (no step: index -1 - n)
     for n, stage, name in _numbering.disabled_entries(trace):
         out.append(dict(i=-1 - n, n=n, label=name, stage=stage, kind="disabled",
@@ -70,13 +73,14 @@ def listed(s: Step) -> bool:
 
 
 def visible(trace: Trace, *, changed_only: bool = False, stage: str = "", search: str = "",
-            show_inner: bool = False) -> list[int]:
+            show_inner: bool = False, show_llvm: bool = False) -> list[int]:
     """Indices of the steps the list shows: the main chain (every step with
-    `show_inner`), optionally only changed ones, of one stage, whose label contains
-    `search` (case-insensitive)."""
+    `show_inner`; LLVM's passes, the group under the codegen step, with `show_llvm`),
+    optionally only changed ones, of one stage, whose label contains `search`
+    (case-insensitive)."""
     steps: Sequence[Step] = list(trace)
     if not show_inner and any(listed(s) for s in steps):
-        steps = [s for s in steps if listed(s)]
+        steps = [s for s in steps if listed(s) or (show_llvm and s.llvm is not None)]
     if changed_only:
         steps = [s for s in steps if s.changed or s.failed]
     if stage:

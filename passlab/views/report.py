@@ -26,7 +26,7 @@ from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
 from passlab.views import _bundle, _snapshots
 from passlab.views._report_runtime import runtime_section
-from passlab.views._report_state import Bounds, report_data
+from passlab.views._report_state import Bounds, llvm_kept, report_data
 from passlab.views.export import script_text
 
 __all__ = ["write_report", "render_report"]
@@ -241,7 +241,16 @@ def _listed(trace: Trace, bounds: Bounds) -> tuple[list[Step], bool, list[str]]:
                      f"covers the first {REPORT_PASSES:,} main-chain passes; write it with "
                      "full=True (passlab report --full) for every step, or open the trace "
                      "in the Explorer")
-    inner = [s for s in steps if s.kind == "inner" and s is not failing]
+    # LLVM's passes (the group under codegen) are listed apart: those a report diffs
+    llvm = [s for s in steps if s.llvm is not None]
+    kept = llvm_kept(llvm, bounds.full)
+    if len(kept) < len(llvm):
+        notes.append(f"{len(llvm) - len(kept):,} of LLVM's {len(llvm):,} recorded passes are "
+                     f"not listed: a report keeps {len(kept)} (the vectorizers' and "
+                     "unrolling's first); write it with full=True, or open the trace in the "
+                     "Explorer")
+        steps = [s for s in steps if s.llvm is None or s in kept]
+    inner = [s for s in steps if s.kind == "inner" and s is not failing and s.llvm is None]
     if bounds.full or len(inner) <= INNER_ROWS:
         return steps, True, notes
     counts: dict[str, int] = {}
@@ -253,4 +262,5 @@ def _listed(trace: Trace, bounds: Bounds) -> tuple[list[Step], bool, list[str]]:
     notes.append(f"{len(inner):,} inner pass calls are not listed ({names}{more}): the list "
                  "shows the main chain; write the report with full=True, or see "
                  "trace.to_text(all_steps=True) and the Explorer")
-    return [s for s in steps if s.kind != "inner" or s is failing], False, notes
+    return [s for s in steps if s.kind != "inner" or s is failing or s.llvm is not None], \
+        False, notes

@@ -136,8 +136,13 @@ export function passList(ctx) {
       const r = byIndex.get(i);
       if (!r) continue;
       const row = rowElement(r, needle, inner);
+      if (r.stage === "llvm") {  // LLVM's passes: the group under the codegen row
+        row.classList.add("llvm");
+        row.style.paddingLeft = `${4 + 12 * r.depth}px`;
+      }
       rowEls.set(i, row);
       list.append(row);
+      if (r.llvm) list.append(llvmToggle(r.llvm, r.depth));
     }
     // a large trace sends the inner passes' rows only when they are shown
     const waiting = inner && !model.get("steps_complete");
@@ -148,11 +153,30 @@ export function passList(ctx) {
       list.append(h("div", { class: "plx-empty",
         text: model.get("step_count") ? "no pass matches the filters" : "no passes recorded" }));
     }
-    const main = model.get("steps").filter((r) => r.kind === "pass" || r.failed).length;
+    const llvm = model.get("show_llvm")  // the LLVM rows there are (a report keeps some)
+      ? model.get("steps").filter((r) => r.stage === "llvm").length : 0;
+    const main = model.get("steps").filter((r) => r.kind === "pass" || r.failed).length + llvm;
     const off = vis.filter((i) => i < 0).length;  // disabled entries: rows, not passes run
     count.textContent = `${vis.length - off} of ${inner ? model.get("step_count") : main} passes`
       + (off ? ` (+${off} disabled)` : "");
     markSelected(false);
+  };
+
+  // the codegen row heads LLVM's own passes (a trace recorded with llvm_passes=True): a
+  // group that opens and closes under it
+  const llvmToggle = (n, depth) => {
+    const open = model.get("show_llvm");
+    const b = h("button", { type: "button", class: "plx-llvm-toggle",
+                            "aria-expanded": open ? "true" : "false",
+                            text: `${open ? "\u25be" : "\u25b8"} LLVM's passes \u00b7 ${n}` });
+    b.style.marginLeft = `${16 + 12 * depth}px`;
+    b.title = open ? "hide LLVM's passes" : "show LLVM's own passes: the steps of the code "
+      + "generator that changed a function, in the order LLVM ran them";
+    b.addEventListener("click", () => {
+      if (!model.get("steps_complete")) ctx.busy();
+      send({ show_llvm: !model.get("show_llvm") });
+    });
+    return h("div", { class: "plx-llvm-group" }, b);
   };
 
   const select = (i) => {
@@ -210,6 +234,7 @@ export function passList(ctx) {
   on("change:stages", renderStages);
   on("change:visible", renderList);
   on("change:show_inner", () => { innerBox.checked = model.get("show_inner"); });
+  on("change:show_llvm", renderList);
   on("change:changed_only", () => { changedBox.checked = model.get("changed_only"); });
   on("change:stage", () => { stageSel.value = model.get("stage"); });
   on("change:search", () => {

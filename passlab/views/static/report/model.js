@@ -38,10 +38,12 @@ function noteWithSteps(text, steps) {
 // The steps the pass list shows, as explorer_list.visible computes them: the main chain
 // (every step with show_inner), changed only, one stage, a name search; the pipeline's
 // disabled entries (rows of index -1 - position) where they stand.
-export function visibleSteps(rows, { changed_only, stage, search, show_inner }) {
+export function visibleSteps(rows, { changed_only, stage, search, show_inner, show_llvm }) {
   const main = (r) => r.kind === "pass" || r.failed;
   let steps = rows.filter((r) => r.kind !== "disabled");
-  if (!show_inner && steps.some(main)) steps = steps.filter(main);
+  if (!show_inner && steps.some(main)) {
+    steps = steps.filter((r) => main(r) || (show_llvm && r.stage === "llvm"));
+  }
   if (changed_only) steps = steps.filter((r) => r.changed || r.failed);
   if (stage) steps = steps.filter((r) => r.stage === stage);
   const needle = (search || "").trim().toLowerCase();
@@ -62,7 +64,8 @@ export function visibleSteps(rows, { changed_only, stage, search, show_inner }) 
 // drawn: [[step, name], ...] (the steps whose graph and buffers are kept) }
 // (passlab/views/report.py writes both). Keys: "explain:<i>", "diff:<i>:side-by-side"
 // (the unified layout is made from it),
-// "graph:<i>:<params>:<overlay>", "buffers:<i>", "provenance:<i>", "pipeline",
+// "graph:<i>:<params>:<overlay>", "buffers:<i>", "provenance:<i>", "provenance:open:<the
+// groups drawn open, sorted, one a line>", "pipeline",
 // "kernels:<i>:collapse" (a JSON object: node id -> [title, text, links, code title,
 // code]).
 export function staticModel(state, data) {
@@ -120,6 +123,13 @@ export function staticModel(state, data) {
     }
     if (tab === "buffers") return (await block(`buffers:${i}`)) ?? noteWithSteps(notes.buffers, data.drawn);
     if (tab === "provenance") {
+      // the groups drawn open: the first view, or one more group opened (a click in it)
+      const open = state.provenance_open;
+      if (open) {
+        const kept = await block(`provenance:open:${[...open].sort().join("\n")}`);
+        if (kept !== null) return kept;
+        return note(notes.provenance_open, "plx-warn") + ((await block("provenance:default")) ?? "");
+      }
       return (await block(`provenance:${i}`)) ?? (await block("provenance:default")) ?? note(notes.provenance);
     }
     return note(notes[tab] || notes.other, "plx-warn");
@@ -192,7 +202,7 @@ export function staticModel(state, data) {
   async function answer(names) {
     const has = (...n) => n.some((x) => names.includes(x));
     if (has("selected")) hiddenChoice = filterPick = null;  // the user's own choice
-    if (has("changed_only", "stage", "search", "show_inner")) {
+    if (has("changed_only", "stage", "search", "show_inner", "show_llvm")) {
       if (state.show_inner) put("steps_complete", true);  // nothing more to come
       put("visible", visibleSteps(state.steps, state));
       const target = followFilter(state.visible.filter((i) => i >= 0));
@@ -210,7 +220,7 @@ export function staticModel(state, data) {
     }
     if (has("graph_params")) clearKernel();
     if (has("selected", "tab", "diff_mode", "diff_all", "graph_params", "graph_overlay",
-      "compare_a", "compare_b", "bounds")) await render();
+      "compare_a", "compare_b", "bounds", "provenance_open")) await render();
     if (has("node")) await showKernel();
     put("rendered", state.rendered + 1);
   }

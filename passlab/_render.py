@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import html
+import re
 import shutil
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ table.passlab-table tr.same td { color: color-mix(in srgb, currentColor 72%, tra
    (0,2,1), which right-aligns every cell of an output table, names included */
 table.passlab-table :is(th, td):not(.num) { text-align: left; }
 table.passlab-table :is(th, td).num { text-align: right; font-variant-numeric: tabular-nums; }
+table.passlab-table td.passlab-wrap { white-space: normal; }
 .passlab-error { border-left: 4px solid #d73a49; padding: 4px 8px;
   font: 12px monospace; white-space: pre-wrap; }
 .passlab-note { font: 12px sans-serif; color: color-mix(in srgb, currentColor 72%, transparent);
@@ -121,17 +123,23 @@ def html_table(
     caption: str = "",
     max_rows: int = MAX_ROWS,
     attrs: Sequence[dict[str, str]] | None = None,
+    wrap: Collection[int] = (),
 ) -> str:
     """An escaped HTML table with the passlab stylesheet inline; numeric columns (see
-    `numeric_columns`) are right-aligned, names left-aligned."""
+    `numeric_columns`) are right-aligned, names left-aligned. The cells of the
+    columns in `wrap` (their indices) may wrap at their names' token boundaries (after
+    `/`, `.`, `_` and `,`: a source path, a kernel or a list of them), so that the table
+    fits a narrow box without cutting a name."""
     body = []
     numeric = numeric_columns(len(header), [[str(c) for c in r] for r in rows[:max_rows]])
     for i, r in enumerate(rows[:max_rows]):
         cls = classes[i] if classes else ""
         extra = "".join(f' {k}="{esc(v)}"' for k, v in (attrs[i] if attrs else {}).items())
         tds = "".join(
-            f'<td class="num">{esc(c)}</td>' if num else f"<td>{esc(c)}</td>"
-            for c, num in zip(r, numeric)
+            f'<td class="num">{esc(c)}</td>' if num
+            else f'<td class="passlab-wrap">{breakable(c)}</td>' if k in wrap
+            else f"<td>{esc(c)}</td>"
+            for k, (c, num) in enumerate(zip(r, numeric))
         )
         body.append(f'<tr class="{esc(cls)}"{extra}>{tds}</tr>')
     note = ""
@@ -144,6 +152,15 @@ def html_table(
         f"<style>{CSS}</style><table class=\"passlab-table\">{cap}<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>{note}"
     )
+
+
+_BREAK_AFTER = re.compile(r"([/._,])(?=.)")
+
+
+def breakable(value: Any) -> str:
+    """`value` escaped, with a `<wbr>` (a line break where one is needed, copied as
+    nothing) after each `/`, `.`, `_` and `,`."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", esc(value))
 
 
 def error_panel(exc: BaseException, what: str, *, style: bool = True) -> str:

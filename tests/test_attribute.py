@@ -110,7 +110,7 @@ def test_cli_attribute_prints_the_pass_table(capsys, monkeypatch):
                  "--repeat", "1"]) == 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
-    assert lines[0].startswith("mlp on llvm: ") and "1 passes disabled" in lines[0]
+    assert lines[0].startswith("mlp on llvm: ") and "1 pass disabled" in lines[0]
     assert lines[3].split()[:2] == ["FuseOps", "ok"] and "4 -> 7" in lines[3]
     bar = captured.err.split("\r")[-1]
     assert bar.startswith("attribute: 100%|") and "| 2/2 [" in bar
@@ -246,7 +246,7 @@ def test_a_crash_of_the_full_pipelines_job_keeps_the_other_rows(tmp_path, monkey
     assert row.error == "outputs not compared: the full pipeline's own job crashed"
     assert a.summary().startswith(
         "mlp on llvm: the full pipeline's job crashed: the build process was killed by "
-        "signal SIGKILL while running pass 'crashes_once'; 1 passes disabled one at a time "
+        "signal SIGKILL while running pass 'crashes_once'; 1 pass disabled one at a time "
         "(1 ok), each timed against its own build of the full pipeline, ")
 
 

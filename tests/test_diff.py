@@ -78,7 +78,7 @@ rename to helper2
 class _Tags(html.parser.HTMLParser):
     """Start tags, and whether every opened tag was closed (void tags aside)."""
 
-    VOID = frozenset({"br", "input"})
+    VOID = frozenset({"br", "input", "col", "wbr"})  # void elements: no end tag
 
     def __init__(self, text: str):
         super().__init__()
@@ -99,7 +99,8 @@ def _structure(text: str) -> list[str]:
     parsed = _Tags(text)
     assert parsed.stack == []
     assert set(parsed.tags) <= {"div", "style", "details", "summary", "span", "code", "table",
-                                "tr", "td", "b", "br", "tbody", "label", "input"}
+                                "tr", "td", "b", "br", "tbody", "label", "input", "colgroup",
+                                "col"}
     return parsed.tags
 
 

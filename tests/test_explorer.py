@@ -199,7 +199,7 @@ def test_graph_node_click_shows_the_kernel(ex, trace):
     assert ex.kernel_text.startswith("@T.prim_func(private=True")
     assert "def fused_matmul_add_relu(" in ex.kernel_text
     ex.set_state({"node": "x"})
-    assert (ex.kernel_title, ex.kernel_text) == ("x is a input tensor, not a kernel", "")
+    assert (ex.kernel_title, ex.kernel_text) == ("x is an input of the function: data, not a kernel", "")
     ex.set_state({"node": "nope"})
     assert ex.kernel_title == "no node 'nope' in the graph after FuseTIR"
     ex.selected = trace.find("FuseOps").index

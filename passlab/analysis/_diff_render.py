@@ -61,8 +61,9 @@ CSS = """
 .passlab-diff table.pl-t td { padding: 0 6px; vertical-align: top; border: none;
   text-align: left; background: transparent; color: inherit; line-height: 1.4; }
 .passlab-diff table.pl-t td.pl-code { white-space: pre-wrap; overflow-wrap: anywhere; }
-.passlab-diff table.pl-sbs td.pl-code { white-space: pre-wrap; word-break: break-all;
-  width: 50%; }
+.passlab-diff table.pl-sbs { table-layout: fixed; }
+.passlab-diff table.pl-sbs col.pl-c-ln { width: calc(5ch + 12px); }
+.passlab-diff table.pl-sbs td.pl-code { white-space: pre-wrap; overflow-wrap: break-word; }
 .passlab-diff table.pl-t td.pl-ln { text-align: right; color: var(--pl-dim); user-select: none;
   width: 1%; white-space: nowrap; }
 .passlab-diff table.pl-t td.pl-sign { width: 1%; user-select: none; color: var(--pl-dim); }
@@ -644,7 +645,12 @@ def _html_block(fd: Any, mode: str, max_lines: int, highlight: bool, anchor: str
         code = llvm_line_html if fd.kind == "llvm" else line_html if highlight else plain_code
         if anchor and graph_level(fd):  # an Explorer pane: link bindings to the graph
             code = _linked(code)
-        body = (f'<div class="pl-scroll"><table class="{table_class}">'
+        # side by side: two fixed columns of code, each line wrapped at its spaces (a
+        # token is broken only when it is wider than its column); `data-plx-scroll`:
+        # the one box that may scroll sideways (a single token wider than the pane)
+        cols = ('<colgroup><col class="pl-c-ln"><col><col class="pl-c-ln"><col></colgroup>'
+                if mode == "side-by-side" else "")
+        body = (f'<div class="pl-scroll" data-plx-scroll><table class="{table_class}">{cols}'
                 + "".join(render(fd, max_lines, code)) + "</table></div>")
         if region_note(fd):
             body += f'<div class="pl-note pl-region">{html.escape(region_note(fd))}.</div>'

@@ -38,9 +38,10 @@ CSS = """
 .passlab-explain code { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular,
   Menlo, Consolas, monospace); font-size: 12px; background: transparent; color: inherit; }
 .passlab-explain .ple-snippet { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular,
-  Menlo, Consolas, monospace); font-size: 12px; white-space: pre; overflow-x: auto;
+  Menlo, Consolas, monospace); font-size: 12px; white-space: pre-wrap; overflow-wrap: break-word;
   border: 1px solid rgba(128,128,128,.3); border-radius: 3px; margin: 4px 0; padding: 2px 0; }
-.passlab-explain .ple-line { display: block; padding: 0 6px; }
+/* a long line wraps at its spaces, indented under its first line */
+.passlab-explain .ple-line { display: block; padding: 0 6px 0 calc(6px + 4ch); text-indent: -4ch; }
 .passlab-explain .ple-add { background: rgba(46,160,67,.18); }
 .passlab-explain .ple-del { background: rgba(248,81,73,.18); }
 .passlab-explain .ple-sign { opacity: .7; user-select: none; }

@@ -12,7 +12,8 @@ from __future__ import annotations
 import html
 import math
 import uuid
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,24 +176,29 @@ def _ramp(stops: tuple[str, ...], f: float) -> str:
 
 def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
            title: bool = True, values: Mapping[str, float | None] | None = None,
-           opened: Collection[str] = ()) -> str:
+           opened: Collection[str] = (), rankdir: str = "TB") -> str:
     """Graphviz DOT source; every name is escaped (quoted strings, HTML-like labels).
 
     `overlay_by="bytes"` colours kernels by bytes in+out and edges by tensor bytes;
     `marks` maps node ids to "new" or "rewritten" (a class and a coloured outline);
     `title=False` leaves out the function name and notes (a view that prints them);
     source groups (`g.groups`) not in `opened` are drawn as one node each, opened
-    ones as clusters (`passlab.analysis._graph_groups.fold`)."""
+    ones as clusters (`passlab.analysis._graph_groups.fold`). `rankdir` is Graphviz's
+    ("TB": top to bottom, "LR"), or "auto": left to right for a graph far deeper than
+    wide (`_rankdir`), which top to bottom would draw as a tall thin column that a
+    viewport can only show whole at an unreadable scale."""
     g = _graph_groups.fold(g, opened)
     nodes, edges, notes = shown(g)
     ov = overlay(g, overlay_by, values)
     marks = marks or {}
     label = f"{g.function}" + "".join(f"\n{n}" for n in notes)
     out = [f"digraph {_q(g.function)} {{",
-           "  graph [rankdir=TB, fontname=Helvetica, labelloc=t"
+           f"  graph [rankdir={_rankdir(nodes, edges) if rankdir == 'auto' else rankdir}, "
+           "fontname=Helvetica, labelloc=t"
            + (f", label={_q(label)}];" if title else "];"),
            "  node [fontname=Helvetica, fontsize=10];",
-           "  edge [fontname=Helvetica, fontsize=8, color=\"#555555\"];"]
+           # edge labels as large as node text: 10 px at the views' smallest scale
+           "  edge [fontname=Helvetica, fontsize=10, color=\"#555555\"];"]
     by_cluster: dict[str | None, list[str]] = {}
     for n in nodes:
         by_cluster.setdefault(n.cluster, []).append(
@@ -230,6 +236,37 @@ def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
     return "\n".join(out) + "\n"
 
 
+#: A graph at least this many ranks deep, and `TALL` times deeper than its widest rank,
+#: is drawn left to right by `rankdir="auto"`.
+DEEP, TALL = 8, 3
+
+
+def _rankdir(nodes: Sequence[Any], edges: Sequence[Any]) -> str:
+    """"LR" for a graph far deeper than wide (its longest path against its widest rank,
+    ranks by longest path from the inputs), else "TB"."""
+    ids = {n.id for n in nodes}
+    succ: dict[str, list[str]] = {i: [] for i in ids}
+    indeg = dict.fromkeys(ids, 0)
+    for e in edges:
+        if e.src in ids and e.dst in ids and e.src != e.dst:
+            succ[e.src].append(e.dst)
+            indeg[e.dst] += 1
+    rank = dict.fromkeys(ids, 0)
+    ready = [i for i, d in indeg.items() if d == 0]
+    while ready:  # Kahn's order: a node's rank is 1 + its deepest predecessor's
+        i = ready.pop()
+        for j in succ[i]:
+            rank[j] = max(rank[j], rank[i] + 1)
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    if not rank:
+        return "TB"
+    depth = max(rank.values()) + 1
+    width = max(Counter(rank.values()).values())
+    return "LR" if depth >= DEEP and depth >= TALL * width else "TB"
+
+
 def to_text(g: Any) -> str:
     """A readable listing: one line per node, its input tensors indented below."""
     nodes, edges, notes = shown(g)
@@ -262,12 +299,12 @@ def to_text(g: Any) -> str:
 
 def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None = None,
            title: bool = True, values: Mapping[str, float | None] | None = None,
-           opened: Collection[str] = ()) -> str:
+           opened: Collection[str] = (), rankdir: str = "TB") -> str:
     """The laid-out SVG element (no XML prolog); `RuntimeError` without a layout program."""
     import re
 
     svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title,
-                                    values=values, opened=opened))
+                                    values=values, opened=opened, rankdir=rankdir))
     svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
     # dot writes "plx&#45;new": plain class names, for CSS and readers of the markup
     return re.sub(r'class="([^"&]*&#45;[^"]*)"',
@@ -284,8 +321,9 @@ def to_html(g: Any, *, overlay_by: str = "none", zoom: bool = True) -> str:
             f"nodes, {len(g.edges)} edges</p>"
             + "".join(f'<div class="passlab-note">{_render.esc(n)}</div>' for n in notes))
     if _render.layout_program():
-        try:  # nothing can be clicked open here: every source group drawn open
-            svg = to_svg(g, overlay_by=overlay_by,
+        try:  # nothing can be clicked open here: every source group drawn open; the
+            # title and notes are the head's above (not printed twice)
+            svg = to_svg(g, overlay_by=overlay_by, title=False,
                          opened=[grp.id for grp in getattr(g, "groups", ())])
             return (f'<div class="passlab-graph"><style>{GRAPH_CSS}</style>{head}'
                     f'{zoomable(svg) if zoom else svg}</div>')

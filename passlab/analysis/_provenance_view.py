@@ -148,9 +148,12 @@ class ProvenanceView(_render.Displayable):
                  "data-search": " ".join((o.op, o.operator, *o.kernels, *o.source)).lower()}
                 for o in self.provenance]
         header, body = self.table()
+        # the long names wrap at their token boundaries, so that every column fits
+        # a pane (the kernels and what became of each op first of all)
         table = _render.html_table(
             header, body, classes=[o.fate for o in self.provenance], attrs=rows,
-            caption=self.provenance.to_text().split("\n", 1)[0])
+            caption=self.provenance.to_text().split("\n", 1)[0],
+            wrap=[k for k, h in enumerate(header) if h in ("source", "kernels", "note")])
         search = ('<input type="search" class="passlab-prov-search" aria-label="filter the '
                   'operator calls" placeholder="filter: op, kernel or source name '
                   '(/layer1/...)">')

@@ -264,10 +264,11 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
         attrs = [{"data-tensor": t.name, "data-function": t.function, "data-focus": json.dumps(
             [k for k in (t.producer, *t.consumers) if k])} for t in self.tensors]
         out.append(_render.html_table(head, rows, classes=classes, caption="tensors "
-                                      "(highlighted: live at the peak)", attrs=attrs))
+                                      "(highlighted: live at the peak)", attrs=attrs,
+                                      wrap=_names(head)))
         if self.allocations or self.dynamic_allocations:
-            out.append(_render.html_table(*_unbroken(*self._alloc_rows()),
-                                          caption="allocations"))
+            head, rows = _unbroken(*self._alloc_rows())
+            out.append(_render.html_table(head, rows, caption="allocations", wrap=_names(head)))
         return "".join(out) + "</div>"
 
     def to_dataframe(self, table: str = "tensors") -> Any:
@@ -313,6 +314,14 @@ class BufferReport(NamedSequence[Tensor], _render.Displayable):
 
         return plot(self, compare, function=function, names=names,
                     definitions=PEAK_DEFINITION)
+
+
+def _names(head: list[str]) -> list[int]:
+    """The columns of names (tensors, kernels, storages, functions) that may wrap at
+    their token boundaries in HTML, so that a table fits a narrow pane."""
+    return [k for k, h in enumerate(head) if h in (
+        "tensor", "function", "shape", "storage", "producer", "consumers", "allocation",
+        "op", "tensors")]
 
 
 def _unbroken(head: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:

@@ -114,7 +114,7 @@ def _state(trace: Trace, listed: list[Step], complete: bool) -> dict[str, Any]:
         visible=visible, changed_only=False, stage="", search="", show_inner=False,
         show_llvm=False,
         selected=first if first in have else (visible[0] if visible else -1),
-        tab="diff", diff_mode="side-by-side", diff_all=False, bounds={}, symbols=[],
+        tab="diff", diff_mode="unified", diff_all=False, bounds={}, symbols=[],
         compare_a=main[0].index if main else -1, compare_b=main[-1].index if main else -1,
         focus=[], ir_search="", ir_search_more={}, node="", graph_params="collapse",
         graph_overlay="none", graph_open=[], rendered=0, edit_pending=[], edit_run=0, edit_shown=0)

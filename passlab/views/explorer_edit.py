@@ -37,7 +37,7 @@ def pane_html(session: EditSession) -> str:
         session.pending = ()
         session.message = f"the pending edits no longer apply ({first_line(exc)}): cleared"
         pipe = session.pipeline
-    parts = [_pending_html(session, pipe)]
+    parts = []
     if session.message:
         parts.append(f'<div class="plx-warn plx-edit-message">{html.escape(session.message)}</div>')
     last = session.history[-1]
@@ -45,7 +45,9 @@ def pane_html(session: EditSession) -> str:
         parts.append(last.result.to_html())
     parts += [_insert_html(session, pipe), _pipeline_html(session, pipe),
               _history_html(session)]
-    return '<div class="plx-edit">' + "".join(parts) + "</div>"
+    # the pending edits and Run stay above the body's own scroll box
+    return (f'<div class="plx-edit">{_pending_html(session, pipe)}'
+            f'<div class="plx-edit-body">{"".join(parts)}</div></div>')
 
 
 def _pending_html(session: EditSession, pipe: Pipeline) -> str:

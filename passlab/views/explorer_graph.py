@@ -78,8 +78,10 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     body = f'<div class="plx-graph-meta" hidden data-nodes="{html.escape(meta)}"></div>'
     if _render.layout_program():
         try:
+            # a graph far deeper than wide drawn left to right: top to bottom, the
+            # viewport could show it whole only at an unreadable scale
             svg = _graph_render.to_svg(g, overlay_by=overlay_by, marks=marks, title=False,
-                                       values=values, opened=opened)
+                                       values=values, opened=opened, rankdir="auto")
             return (f'<div class="plx-graph-head">{"".join(head)}</div>{body}'
                     f'<div class="passlab-graph">{svg}</div>')
         except (RuntimeError, OSError):

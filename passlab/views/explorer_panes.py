@@ -33,6 +33,8 @@ DIFF_MODES = ("unified", "side-by-side")
 FIRST_VIEW_LINES = 400
 #: Graph node kinds that stand for data, not a kernel.
 _DATA_KINDS = frozenset({"input", "weight", "constant", "output"})
+_DATA_WORDS = {"input": "an input of the function", "weight": "a weight",
+               "constant": "a constant", "output": "the function's output"}
 
 
 def _note(text: str, cls: str = "plx-note") -> str:
@@ -457,7 +459,7 @@ class PaneRenderer:
         if node is None:
             return f"no node {node_id!r} in the graph after {step.label}", ""
         if node.kind in _DATA_KINDS:
-            return f"{node.id} is a {node.kind} tensor, not a kernel", ""
+            return f"{node.id} is {_DATA_WORDS[node.kind]}: data, not a kernel", ""
         module = step.module
         from passlab.analysis.ir_text import function_source
 

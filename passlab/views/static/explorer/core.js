@@ -43,3 +43,39 @@ export function makeContext(model) {
   };
   return ctx;
 }
+
+// Every table of `root` (HTML from passlab: buffers, pipeline, a kernel's buffers) in a
+// box of its own that scrolls sideways when the table is wider than the pane, after its
+// names have wrapped at their token boundaries: the pane itself never scrolls sideways.
+// Tables already in a scroll box of their own are left as they are.
+export function boxTables(root) {
+  for (const table of root.querySelectorAll("table.passlab-table")) {
+    if (table.closest("[data-plx-scroll]")) continue;
+    const box = h("div", { class: "plx-table-box", "data-plx-scroll": "" });
+    table.replaceWith(box);
+    box.append(table);
+  }
+}
+
+// More places where a line of code may wrap: after each "(", "[" and "," of the text
+// of `cells` (a <wbr>, which copies as nothing and leaves every text offset as it was),
+// so that a call wider than a narrow column wraps between its arguments, not inside a
+// name. Markup from passlab is walked as text nodes: no text becomes markup.
+const SOFT = /[([,](?=\S)/g, SOFT_ONE = /[([,](?=\S)/;
+export function softBreaks(cells) {
+  for (const cell of cells) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) if (SOFT_ONE.test(n.data)) nodes.push(n);
+    for (const node of nodes) {
+      const frag = document.createDocumentFragment();
+      let pos = 0;
+      for (const m of node.data.matchAll(SOFT)) {
+        frag.append(node.data.slice(pos, m.index + 1), h("wbr"));
+        pos = m.index + 1;
+      }
+      frag.append(node.data.slice(pos));
+      node.replaceWith(frag);
+    }
+  }
+}

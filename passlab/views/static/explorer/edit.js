@@ -4,6 +4,8 @@
 // data-edit / data-pos / data-show, and this part turns clicks into trait changes:
 // edit_pending (the list of pending edits), edit_run (bumped by Run), edit_shown.
 
+import { boxTables } from "./core.js";
+
 
 export function editPane(ctx, pane) {
   const { model, on, send } = ctx;
@@ -30,6 +32,7 @@ export function editPane(ctx, pane) {
 
   const render = () => {
     pane.innerHTML = model.get("edit_html");
+    boxTables(pane);
     const input = $(".plx-edit-filter");
     if (!input) return;  // a trace-only Explorer: a note, no controls
     input.value = kept.filter;

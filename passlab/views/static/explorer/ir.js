@@ -50,27 +50,28 @@ function clearMarks(root) {
   for (const p of parents) p.normalize();
 }
 
-// scroll `el` into view in the pane (not the notebook around it), opening the folded
-// functions, unchanged regions and elided parameters it sits in
-// (to `offset` pixels below the pane's top; with `keep`, not at all when `el` is already
+// scroll `el` into view in its scroll box `box` (not the notebook around it), opening the
+// folded functions, unchanged regions and elided parameters it sits in
+// (to `offset` pixels below the box's top; with `keep`, not at all when `el` is already
 // in view between `keep` pixels from the top and the bottom)
-function reveal(pane, el, offset, keep = -1) {
+function reveal(box, el, offset, keep = -1) {
   for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
   const fold = el.closest("tbody.pl-fold");
   const foldBox = fold && fold.querySelector("input.pl-fold-open");
   if (foldBox && el.closest("tr.pl-folded")) foldBox.checked = true;
   const more = el.closest(".pl-rest") && el.closest("td").querySelector("input.pl-more-open");
   if (more) more.checked = true;
-  const top = el.getBoundingClientRect().top - pane.getBoundingClientRect().top;
-  if (keep >= 0 && top >= keep && top + el.offsetHeight <= pane.clientHeight) return;
-  pane.scrollTop += top - offset;
+  const top = el.getBoundingClientRect().top - box.getBoundingClientRect().top;
+  if (keep >= 0 && top >= keep && top + el.offsetHeight <= box.clientHeight) return;
+  box.scrollTop += top - offset;
 }
 
 const STATUS_SIGN = { added: "+", removed: "\u2212", modified: "~", renamed: "\u2192" };
 
-// Search box, function list and (diff pane) binding links for the diff HTML in `body`;
-// `name` is the pane ("diff" or "compare"). Returns { bar, rendered() }: put the bar
-// above the body and call rendered() after every change of the body's HTML.
+// Search box, function list and (diff pane) binding links for the diff HTML in `body`,
+// the pane's scroll box; `name` is the pane ("diff" or "compare"). Returns
+// { bar, rendered() }: put the bar above the body (outside its scroll box, so that it
+// covers nothing) and call rendered() after every change of the body's HTML.
 export function irTools(ctx, pane, body, name) {
   const { model, send } = ctx;
   const jump = h("select", { class: "plx-ir-jump", "aria-label": "jump to a changed function" });
@@ -119,7 +120,7 @@ export function irTools(ctx, pane, body, name) {
     cur = hits.length ? (k + hits.length) % hits.length : -1;
     if (cur >= 0) {
       for (const m of hits[cur]) m.classList.add("plx-hit-current");
-      if (scroll) reveal(pane, hits[cur][0], pane.clientHeight / 3, bar.offsetHeight);
+      if (scroll) reveal(body, hits[cur][0], body.clientHeight / 3, 0);
     }
     showCount();
   };
@@ -165,7 +166,7 @@ export function irTools(ctx, pane, body, name) {
     jump.value = "";
     if (!fn) return;
     const el = target(fn);
-    if (el) { el.open = true; reveal(pane, el, bar.offsetHeight + 2); return; }
+    if (el) { el.open = true; reveal(body, el, 2); return; }
     pendingJump = fn;  // not printed yet: print all, then jump
     ctx.busy();
     send({ diff_all: true });
@@ -204,12 +205,12 @@ export function irTools(ctx, pane, body, name) {
     const key = where().split(":").slice(0, 3).join(":");
     if (key === opened) return;
     opened = key;
-    pane.scrollTop = 0;
+    body.scrollTop = 0;
     const first = body.querySelector(
       "tr.pl-del, tr.pl-add, tr.pl-move, td.pl-del, td.pl-add, td.pl-move");
     if (!first) return;
     const row = first.closest("tr");
-    reveal(pane, row, bar.offsetHeight + 4 * row.offsetHeight, bar.offsetHeight);
+    reveal(body, row, 4 * row.offsetHeight, 0);
   };
 
   // typing: find in what is printed now; ask Python about what is not printed
@@ -253,7 +254,7 @@ export function irTools(ctx, pane, body, name) {
       if (!pendingJump && !input.value) openAtChange();
       if (pendingJump) {
         const el = target(pendingJump);
-        if (el) { pendingJump = null; el.open = true; reveal(pane, el, bar.offsetHeight + 2); }
+        if (el) { pendingJump = null; el.open = true; reveal(body, el, 2); }
       }
     },
   };

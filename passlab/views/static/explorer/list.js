@@ -117,7 +117,7 @@ export function passList(ctx) {
     const row = h("div", { class: cls.join(" "), role: "option", "data-index": String(r.i) },
       h("span", { class: r.n == null ? "plx-i plx-i-none" : "plx-i", text: r.n == null ? "\u2013" : `#${r.n}` }),
       label,
-      h("span", { class: "plx-stage-tag", text: r.stage }),
+      h("span", { class: "plx-stage-tag", text: r.stage, title: r.stage }),
       h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
       h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
     if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;

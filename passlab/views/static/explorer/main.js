@@ -50,7 +50,9 @@ export function render({ model, el }) {
   const failure = h("div", { class: "plx-failure" });
   const passes = passList(ctx);
   // tabs: one tab stop (roving tabindex), arrows move between tabs and open them
-  const tablist = h("div", { class: "plx-tablist", role: "tablist", "aria-label": "panes" });
+  // (a pane narrower than the tabs scrolls them sideways: a declared scroller)
+  const tablist = h("div", { class: "plx-tablist", role: "tablist", "aria-label": "panes",
+                             "data-plx-scroll": "" });
   const tabButtons = {};
   const openTab = (name, focus) => {
     if (model.get("tab") !== name) { ctx.busy(); send({ tab: name }); }
@@ -92,11 +94,11 @@ export function render({ model, el }) {
   const split = h("div", { class: "plx-split", role: "separator", tabindex: "0",
     "aria-orientation": "vertical", "aria-label": "resize the pass list",
     title: "drag to resize the pass list (or focus and use the arrow keys)" });
-  const body = h("div", { class: "plx-body" }, passes.list, split,
+  const body = h("div", { class: "plx-body" }, passes.box, split,
     h("div", { class: "plx-right" }, tabs, explain, paneBox));
   root.append(summary, failure, noKernel, passes.toolbar, body);
   el.append(root);
-  resizableList(root, passes.list, split, ctx);
+  resizableList(root, passes.box, split, ctx);
   containKeys(root, ctx);
   stackWhenNarrow(root, ctx);
 
@@ -199,7 +201,7 @@ function containKeys(root, ctx) {
 
 // Stack the list above the panes when the widget itself is narrow (its container, not
 // the window: JupyterLab's side panels change the output's width).
-const NARROW_PX = 700;
+const NARROW_PX = 800;  // beside a ~250 px list, a pane would have less than 500 px
 function stackWhenNarrow(root, ctx) {
   if (typeof ResizeObserver === "undefined") return;
   const ro = new ResizeObserver((entries) => {

@@ -1,14 +1,14 @@
 // The step panes besides the graph: diff, compare, buffers (with bound sliders),
 // pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
 
-import { h, stepText } from "./core.js";
+import { boxTables, h, softBreaks, stepText } from "./core.js";
 import { highlightPlain } from "./highlight.js";
 import { irTools } from "./ir.js";
 
 // a pane that is its HTML (pipeline, and any tab without a factory)
 export function htmlPane(ctx, pane, name) {
   const { model, on } = ctx;
-  const render = () => { pane.innerHTML = model.get(`${name}_html`); };
+  const render = () => { pane.innerHTML = model.get(`${name}_html`); boxTables(pane); };
   render();
   on(`change:${name}_html`, render);
   return {};
@@ -27,6 +27,7 @@ export function diffPane(ctx, pane) {
   const render = () => {
     body.innerHTML = model.get("diff_html");
     highlightPlain(body);  // a static report's diffs come without token colours
+    softBreaks(body.querySelectorAll("table.pl-sbs td.pl-code"));  // half-width columns
     tools.rendered();
   };
   render();
@@ -66,7 +67,11 @@ export function comparePane(ctx, pane) {
     selA.value = String(model.get("compare_a"));
     selB.value = String(model.get("compare_b"));
   };
-  const render = () => { body.innerHTML = model.get("compare_html"); tools.rendered(); };
+  const render = () => {
+    body.innerHTML = model.get("compare_html");
+    softBreaks(body.querySelectorAll("table.pl-sbs td.pl-code"));
+    tools.rendered();
+  };
   renderOptions();
   render();
   on("change:steps", renderOptions);
@@ -109,6 +114,7 @@ export function buffersPane(ctx, pane) {
   // a tensor row -> its producer and consumers highlighted in the graph
   const render = () => {
     body.innerHTML = model.get("buffers_html");
+    boxTables(body);
     for (const row of body.querySelectorAll("tr[data-focus]")) {
       const names = JSON.parse(row.dataset.focus);
       if (!names.length) continue;
@@ -133,18 +139,25 @@ export function buffersPane(ctx, pane) {
 }
 
 // the Explain strip: what the selected pass does and what it changed here (HTML escaped
-// by passlab); its "what this pass does" fold stays open from pass to pass
+// by passlab). Compact, so that the panes keep their room: what it changed on two lines
+// at most (all of it on hover), the pass's summary folded with the rest of "what this
+// pass does"; that fold opens the whole strip and stays open from pass to pass
 export function explainStrip(ctx) {
   const { model, on } = ctx;
   const strip = h("div", { class: "plx-explain-strip", "aria-live": "polite" });
   let open = false;
   strip.addEventListener("toggle", (ev) => {
-    if (ev.target.tagName === "DETAILS") open = ev.target.open;
+    if (ev.target.tagName !== "DETAILS") return;
+    open = ev.target.open;
+    strip.classList.toggle("plx-open", open);
   }, true);
   const render = () => {
     strip.innerHTML = model.get("explain_html");
     const fold = strip.querySelector("details");
     if (fold && open) fold.open = true;
+    strip.classList.toggle("plx-open", Boolean(fold && open));
+    const here = strip.querySelector(".ple-here");
+    if (here) here.title = here.textContent;
   };
   render();
   on("change:explain_html", render);

@@ -87,6 +87,7 @@ export function provenancePane(ctx, pane) {
       const svg = box.querySelector("svg");
       if (!svg) continue;
       box.classList.add("plx-prov-zoom");
+      box.dataset.plxScroll = "pan";  // a pan/zoom viewport: the picture is larger by design
       zooms.push(panZoom(box, svg, null, () => {}, () => {}));
     }
   };

@@ -25,22 +25,23 @@ export function panZoom(view, svg, state, onClickNode, onChange) {
     svg.style.transform = `translate(${x}px, ${y}px) scale(${k})`;
     onChange({ k, x, y });
   };
-  // "all": the whole graph, centred; "open": the whole graph when it fits at a readable
-  // scale, else the width from the top (at least READABLE: centred on the first node)
-  const fit = (mode) => {
+  // The whole graph, centred, when it fits at a readable scale; else never smaller than
+  // READABLE: the width from the top (centred on the first node), the minimap for the
+  // rest. A graph too tall to read whole is drawn left to right (passlab's layout).
+  const fit = () => {
     const { w, h } = size();
     const vw = view.clientWidth, vh = view.clientHeight;
     if (!vw || !vh || !w || !h) return false;  // hidden: fit when shown
     const kw = (vw - 8) / w, kh = (vh - 8) / h;
     const whole = Math.min(1.5, kw, kh);
-    if (mode === "all" || whole >= READABLE) {
+    if (whole >= READABLE) {
       k = whole;
       x = (vw - w * k) / 2; y = Math.max(4, (vh - h * k) / 2);
     } else {
       const first = svg.querySelector("g.node");
       const cx = first ? centreOf(first)[0] : 0;
       k = Math.max(READABLE, Math.min(1, kw));
-      y = 4;
+      y = h * k < vh ? (vh - h * k) / 2 : 4;  // a wide, flat drawing: centred top to bottom
       x = w * k <= vw ? (vw - w * k) / 2 : 4;
       if (w * k > vw && first) {  // centre the top of the graph, not its left margin
         x = Math.min(4, Math.max(vw - w * k - 4, vw / 2 - cx * k));
@@ -99,7 +100,7 @@ export function panZoom(view, svg, state, onClickNode, onChange) {
   let placed = false;
   const place = () => {
     if (placed) return;
-    if (state && view.clientWidth && !lost()) { apply(); placed = true; } else placed = fit("open");
+    if (state && view.clientWidth && !lost()) { apply(); placed = true; } else placed = fit();
   };
   svg.style.transform = `translate(${x}px, ${y}px) scale(${k})`;
   requestAnimationFrame(place);
@@ -110,7 +111,7 @@ export function panZoom(view, svg, state, onClickNode, onChange) {
   return {
     zoomIn: () => zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2),
     zoomOut: () => zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2),
-    fit: () => fit("all"),
+    fit: () => fit(),
     place,
     centreOn,
     // a focus (a buffer row, a provenance kernel) is shown at a readable scale at least:
@@ -142,7 +143,8 @@ export function minimap(box, view, svg, pz) {
   copy.setAttribute("width", String(w * m));
   copy.setAttribute("height", String(hgt * m));
   const rect = h("div", { class: "plx-minimap-view" });
-  const map = h("div", { class: "plx-minimap", title: "click or drag to pan" }, rect);
+  const map = h("div", { class: "plx-minimap", title: "click or drag to pan",
+    "data-plx-scroll": "pan" }, rect);
   map.prepend(copy);
   map.style.width = `${w * m}px`;
   map.style.height = `${hgt * m}px`;

@@ -3,7 +3,20 @@
 // Maximise it over the graph (the button, or Escape to restore), or drag the bar above
 // it to share the pane's height with the graph.
 
-import { h } from "../core.js";
+import { boxTables, h, softBreaks } from "../core.js";
+
+// Code as one div per line, so that a long line wraps indented under its start (CSS
+// .plx-code-line). `html`: highlighted lines from passlab (escaped, each line's tags
+// closed on it), else `text`, set as text.
+function codeLines(box, { html = "", text = "" }) {
+  box.replaceChildren();
+  if (html) {
+    box.innerHTML = html.split("\n").map((line) => `<div class="plx-code-line">${line}</div>`).join("");
+  } else if (text) {
+    for (const line of text.split("\n")) box.append(h("div", { class: "plx-code-line", text: line }));
+  }
+  softBreaks(box.children);
+}
 
 // The panel for `pane`; `restored()` runs when it gives the graph its room back.
 // Returns { el, render(), lookingUp(id) }: render() follows the kernel_* and code_*
@@ -38,8 +51,12 @@ export function kernelPanel(ctx, pane, restored) {
     if (e.button !== 0) return;
     e.preventDefault();
     const y0 = e.clientY, h0 = kernel.getBoundingClientRect().height;
+    // the graph keeps its 300 px (and the tools and notes above it theirs)
+    const above = [...pane.children].filter((c) => c !== kernel && !c.classList.contains("plx-graph-box"))
+      .reduce((sum, c) => sum + c.getBoundingClientRect().height, 0);
     const onMove = (ev) => {
-      const hgt = Math.max(160, Math.min(pane.clientHeight - 120, h0 - (ev.clientY - y0)));
+      const room = pane.clientHeight - above - 300 - 16;
+      const hgt = Math.max(160, Math.min(room, h0 - (ev.clientY - y0)));
       kernel.style.flex = `0 0 ${hgt}px`;
     };
     const onUp = () => { window.removeEventListener("mousemove", onMove); window.removeEventListener("mouseup", onUp); };
@@ -58,12 +75,12 @@ export function kernelPanel(ctx, pane, restored) {
   const render = () => {
     kernelTitle.textContent = model.get("kernel_title");
     // highlighted TVMScript (escaped by passlab), the plain text where there is none
-    if (model.get("kernel_text_html")) kernelText.innerHTML = model.get("kernel_text_html");
-    else kernelText.textContent = model.get("kernel_text");
+    codeLines(kernelText, { html: model.get("kernel_text_html"), text: model.get("kernel_text") });
     kernelLinks.innerHTML = model.get("kernel_html");  // escaped by passlab
+    boxTables(kernelLinks);
     kernel.style.display = model.get("kernel_title") ? "" : "none";
     codeTitle.textContent = model.get("code_title");
-    codeText.textContent = model.get("code_text");
+    codeLines(codeText, { text: model.get("code_text") });
     codeCol.style.display = model.get("code_text") ? "" : "none";
   };
   const lookingUp = (id) => {

@@ -15,7 +15,8 @@ import { graphOptions } from "./overlay.js";
 export function graphPane(ctx, pane) {
   const { model, on, send } = ctx;
   const graphHead = h("div", { class: "plx-graph-headbox" });
-  const graphView = h("div", { class: "plx-graph-view" });
+  // a pan/zoom viewport: the drawing is wider and taller than its box by design
+  const graphView = h("div", { class: "plx-graph-view", "data-plx-scroll": "pan" });
   const graphBox = h("div", { class: "plx-graph-box" }, graphView);
   const graphTools = h("div", { class: "plx-graph-tools" });
   let pz = null, mini = null;
@@ -47,6 +48,10 @@ export function graphPane(ctx, pane) {
     mini = null;
     graphView.innerHTML = model.get("graph_html");  // escaped by passlab
     graphHead.replaceChildren(...graphView.querySelectorAll(".plx-graph-head"));
+    // the notes keep one line each (graph.css), whole on hover
+    for (const line of graphHead.querySelectorAll(".passlab-note, .plx-graph-groups")) {
+      line.title = line.textContent;
+    }
     graphTools.replaceChildren();
     const svg = graphView.querySelector("svg");
     const pick = (id, elNode) => {
@@ -69,9 +74,11 @@ export function graphPane(ctx, pane) {
         mini = minimap(graphBox, graphView, svg, pz);
         mini.update(pz.get());
       });
-      for (const [text, fn, cls] of [["+", pz.zoomIn, "plx-zoom-in"], ["\u2212", pz.zoomOut, "plx-zoom-out"],
-        ["fit", pz.fit, "plx-zoom-fit"]]) {
-        const b = h("button", { class: `plx-zoom ${cls}`, text, title: cls.slice(4).replace("-", " ") });
+      for (const [text, fn, cls, title] of [["+", pz.zoomIn, "plx-zoom-in", "zoom in"],
+        ["\u2212", pz.zoomOut, "plx-zoom-out", "zoom out"],
+        ["fit", pz.fit, "plx-zoom-fit", "the whole graph, or its top at a readable scale when the "
+          + "whole would be too small to read (the minimap shows the rest)"]]) {
+        const b = h("button", { class: `plx-zoom ${cls}`, text, title });
         b.addEventListener("click", fn);
         graphTools.append(b);
       }

@@ -281,9 +281,14 @@ def _stop(crew: list[_Worker], pending: deque[int]) -> list[int]:
 
 
 def _main_from_stdin() -> bool:
+    """Whether the main program was read from standard input (``python - < prog.py``,
+    ``__file__`` "<stdin>"): not a ``python -c`` program or an embedding host, whose
+    ``__main__`` has no file at all and which 'spawn' workers do not try to import."""
     main = sys.modules.get("__main__")
     file = getattr(main, "__file__", None)
-    return file is None or str(file).startswith("<")
+    if file is None:
+        return sys.argv[:1] == ["-"]
+    return str(file).startswith("<")
 
 
 def _broken(exc: BaseException, done: int, total: int) -> WorkerError:

@@ -182,9 +182,11 @@ def failed(job):
                                                            error="broken: ValueError: no")
 
 
-def test_an_executor_whose_workers_died_is_an_error_that_keeps_the_rows(capsys):
+def test_an_executor_whose_workers_died_is_an_error_that_keeps_the_rows(capsys, monkeypatch):
     """Before: the lost jobs were "crashed" rows, and with all of them lost (a program
     read from standard input) attribute returned an empty table without an error."""
+    # a script's main program (pytest's own __main__ differs between plain and xdist runs)
+    monkeypatch.setattr("passlab.research._jobs._main_from_stdin", lambda: False)
     pool = Answers(ok, BrokenProcessPool("A process in the process pool was terminated "
                                          "abruptly"), BrokenProcessPool("again"))
     with pytest.raises(WorkerError, match=(

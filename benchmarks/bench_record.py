@@ -6,6 +6,14 @@ every variant alike; the table shows medians, min-max and the ratio of medians t
 plain build.
 
     .venv/bin/python benchmarks/bench_record.py [--model resnet] [--repeat 7] [--json out.json]
+
+`--llvm` measures recording LLVM's own passes instead (`llvm_passes=True`: the lowered
+module compiled a second time while LLVM prints every function a pass changed) against
+the plain build and against LLVM's printing alone (TVM's own build with the same LLVM
+options, standard error to /dev/null: the part that is LLVM's). `--onnx` adds torchvision's
+ResNet-18 written as an ONNX file with `onnx.helper` (weights as graph inputs, 64x64):
+
+    .venv/bin/python benchmarks/bench_record.py --llvm --model resnet --onnx --repeat 3
 """
 
 from __future__ import annotations
@@ -53,8 +61,46 @@ def _passlab_changed(mod, pipe, tgt):
     _passlab_changed.last = time.perf_counter() - t
 
 
+def _passlab_llvm(mod, pipe, tgt):
+    passlab.build(mod, pipe, llvm_passes=True)
+
+
+@contextlib.contextmanager
+def _stderr_to_devnull():
+    """File descriptor 2 (where LLVM prints) to /dev/null for the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _llvm_printing_alone(mod, pipe, tgt):
+    """TVM's own build with LLVM printing what each pass changed (the options passlab
+    uses), to /dev/null: what LLVM's dumping costs, without passlab reading it."""
+    from passlab._tvm.llvm import PRINT_OPTIONS
+
+    printing = tvm.target.Target({"kind": "llvm", "cl-opt": list(PRINT_OPTIONS)})
+    with _stderr_to_devnull():
+        tvm.relax.build(mod, printing, relax_pipeline=pipe.to_pass())
+
+
+def _onnx_model() -> str:
+    """torchvision's ResNet-18 as an ONNX file (benchmarks/gpu_check.py writes it)."""
+    from pathlib import Path
+
+    from gpu_check import onnx_resnet18
+
+    return str(onnx_resnet18(Path(tempfile.mkdtemp(prefix="passlab-onnx-")) / "resnet18.onnx"))
+
+
 def measure(model: str, repeat: int, variants: dict) -> dict:
-    mod = passlab.models.by_name(model)
+    mod = passlab.load(model) if model.endswith(".onnx") else passlab.models.by_name(model)
     pipe = passlab.Pipeline.default("llvm")
     tgt = tvm.target.Target("llvm")
     times: dict[str, list[float]] = {k: [] for k in variants}
@@ -80,7 +126,11 @@ def measure(model: str, repeat: int, variants: dict) -> dict:
     return rows
 
 
-def variants(full: bool) -> dict:
+def variants(full: bool, llvm: bool = False) -> dict:
+    if llvm:
+        return {"plain build": _plain, "passlab record": _passlab,
+                "passlab record + LLVM's passes": _passlab_llvm,
+                "TVM build, LLVM printing to /dev/null": _llvm_printing_alone}
     v = {"plain build": _plain, "passlab record": _passlab}
     if full:
         tmp = tempfile.mkdtemp(prefix="passlab-dumpir-")
@@ -106,12 +156,18 @@ def main(argv=None) -> int:
     ap.add_argument("--model", action="append", help="built-in model (repeatable)")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="only plain vs passlab")
+    ap.add_argument("--llvm", action="store_true",
+                    help="the cost of llvm_passes=True (and of LLVM's printing alone)")
+    ap.add_argument("--onnx", action="store_true",
+                    help="also torchvision's ResNet-18 as an ONNX file (onnx.helper)")
     ap.add_argument("--json", help="write the results here as JSON")
     args = ap.parse_args(argv)
     results = {}
-    for model in args.model or ["resnet"]:
-        results[model] = measure(model, args.repeat, variants(not args.quick))
-        print_table(model, results[model])
+    models = list(args.model or ["resnet"]) + ([_onnx_model()] if args.onnx else [])
+    for model in models:
+        name = "onnx-resnet18" if model.endswith(".onnx") else model
+        results[name] = measure(model, args.repeat, variants(not args.quick, args.llvm))
+        print_table(name, results[name])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

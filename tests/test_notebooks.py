@@ -30,7 +30,8 @@ def test_notebooks_exist():
                                              "03-uma-backend.ipynb", "04-bisect-and-ab.ipynb",
                                              "05-memory-planning.ipynb", "06-cpu-vs-gpu.ipynb",
                                              "07-passes-101.ipynb",
-                                             "08-sweep.ipynb", "09-where-time-goes.ipynb"]
+                                             "08-sweep.ipynb", "09-where-time-goes.ipynb",
+                                             "10-llvm-passes.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

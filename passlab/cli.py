@@ -185,7 +185,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     status = 0
     try:
-        built = build(mod, pipe, llvm_passes=args.llvm_passes)
+        built = build(mod, pipe, llvm_passes=tuple(args.llvm_kernel) or args.llvm_passes)
         trace = built.trace
     except BuildError as err:
         trace = err.trace
@@ -536,6 +536,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="also record LLVM's own passes (SROA, InstCombine, the vectorizers, "
                         "...) as steps under codegen: the module is compiled a second time "
                         "while LLVM prints what each pass changed (slow: 5-20x the build)")
+    r.add_argument("--llvm-kernel", action="append", default=[], metavar="KERNEL",
+                   help="record LLVM's passes of this kernel only, compiled alone (much "
+                        "faster on a large model; repeatable; implies --llvm-passes)")
     r.add_argument("--llvm-option", action="append", default=[], metavar="OPT",
                    help="an LLVM option for code generation, as TVM reads it: "
                         "-name:type=value, e.g. -vectorize-loops:bool=false (repeatable)")

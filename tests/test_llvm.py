@@ -279,6 +279,26 @@ def test_nothing_leaks_and_llvm_options_are_restored():
     assert out.stdout.split() == ["0", "None"]
 
 
+def test_one_kernels_llvm_passes_compiled_alone(llvm_build):
+    mine = passlab.build(passlab.models.mlp(), llvm_passes="fused_matmul_add_relu")
+    assert mine.trace.llvm_summary.kernels == ("fused_matmul_add_relu",)
+    assert llvm_build.trace.llvm_summary.kernels == ()
+    kernels = {k for s in mine.trace.llvm_steps() for k in s.llvm.kernels}
+    assert kernels == {"fused_matmul_add_relu"}
+    assert len(mine.trace.llvm_steps()) < len(llvm_build.trace.llvm_steps())
+
+    def compute(trace):  # the kernel's loops: the passes and the text they end with
+        steps = [(s.name, f.after) for s in trace.llvm_steps() for f in s.llvm.functions
+                 if f.symbol == "fused_matmul_add_relu_compute_"]
+        return [n for n, _ in steps], re.sub(r"!\d+", "!N", steps[-1][1])
+
+    assert compute(mine.trace) == compute(llvm_build.trace)
+    with pytest.raises(KeyError, match="unknown kernel 'fused_matmul'; did you mean"):
+        passlab.build(passlab.models.mlp(), llvm_passes=["fused_matmul"])
+    with pytest.raises(TypeError, match="llvm_passes is True, False, a kernel's name"):
+        passlab.build(passlab.models.mlp(), llvm_passes=3)
+
+
 def test_llvm_steps_by_kernel_and_bad_names(llvm_build):
     trace = llvm_build.trace
     mine = trace.llvm_steps("transpose")

@@ -45,7 +45,7 @@ from passlab.errors import LlvmOptionError
 
 __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
            "record_codegen", "split_functions", "function_stats", "vector_types",
-           "module_target", "compile_ll", "llvm_version", "FunctionStats",
+           "module_target", "compile_ll", "llvm_version", "FunctionStats", "only_functions",
            "PRINT_OPTIONS", "MODULE", "LLVM_STAGE"]
 
 #: What passlab adds to a build's options to record LLVM's passes.
@@ -472,6 +472,14 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
     reader = holder[0]
     reader.close()
     return reader
+
+
+def only_functions(mod: Any, keep: Callable[[str], bool]) -> Any:
+    """`mod` with only the functions whose name `keep` accepts (its attributes kept)."""
+    import tvm
+
+    return tvm.IRModule({gv: f for gv, f in mod.functions.items() if keep(gv.name_hint)},
+                        attrs=mod.attrs)
 
 
 def module_target(mod: Any) -> Any:

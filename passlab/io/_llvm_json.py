@@ -155,6 +155,9 @@ def check_llvm_json(data: Any, lines: Sequence[str], steps: Sequence[dict[str, A
                       for k in ("runs", "changed"))
               and type(summary.get("seconds")) in (int, float)
               and math.isfinite(summary["seconds"]) and summary["seconds"] >= 0
+              and isinstance(summary.get("kernels", []), list)
+              and all(isinstance(k, str) and bad_text(k, MAX_NAME) is None
+                      for k in summary.get("kernels", []))
               and isinstance(summary.get("unchanged"), list)
               and all(isinstance(u, list) and len(u) == 2 and isinstance(u[0], str)
                       and bad_text(u[0], MAX_NAME) is None and type(u[1]) is int
@@ -196,4 +199,4 @@ def with_llvm(steps: list[Step], data: dict[str, Any] | None, lines: Sequence[st
         return out, None
     return out, LlvmSummary(tuple(summary["options"]), summary["runs"], summary["changed"],
                             tuple((u[0], u[1]) for u in summary["unchanged"]),
-                            float(summary["seconds"]))
+                            float(summary["seconds"]), tuple(summary.get("kernels", ())))

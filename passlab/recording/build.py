@@ -71,7 +71,7 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
           tir_pipeline: str | None = None, reuse: Build | Sequence[Build] = (),
           checks: Sequence[Any] = (),
           progress: bool | Callable[[str, int], None] | None = None,
-          llvm_passes: bool = False) -> Build:
+          llvm_passes: bool | str | Sequence[str] = False) -> Build:
     """Build `model` with `pipeline` while recording every pass.
 
     Parameters
@@ -110,6 +110,9 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         LLVM IR before and after and its kernel. The lowered module is compiled a second
         time while LLVM prints what each pass changed (read as it streams, never shown);
         the executable is the build's own. `pipeline.with_llvm_passes()` asks for it too.
+        A kernel name, or a list of them: only those kernels' LLVM passes, compiled
+        without the others (much faster on a large model; LLVM's module-level passes then
+        see those kernels alone).
 
     Returns
     -------
@@ -142,12 +145,12 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         run = RecordedRun(pipe, mod, progress=progress if callable(progress) else bar,
                           config=context_config(checks) if checks else None)
         return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks,
-                             llvm_passes or pipe.llvm_passes)
+                             _llvm_kernels(llvm_passes) or pipe.llvm_passes)
 
 
 def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any,
                   tir_pipeline: str | None, earlier: list[Build], checks: Sequence[Any],
-                  llvm_passes: bool = False) -> Build:
+                  llvm_passes: bool | tuple[str, ...] = False) -> Build:
     start = time.perf_counter()
     tgt = _llvm_target(tgt, pipe, llvm_passes)
     try:
@@ -184,7 +187,7 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
             bar.close("failed in codegen", done=False)
         raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
     if llvm_passes:
-        trace = _with_llvm(trace, tgt, pipe, bar)
+        trace = _with_llvm(trace, tgt, pipe, bar, llvm_passes)
     if bar is not None:
         bar.close(f"{calls} pass calls recorded", done=True)
     found = _violations(trace, checks)
@@ -200,7 +203,23 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
     return Build(mod, pipe, trace, executable, time.perf_counter() - start, kernels)
 
 
-def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: bool) -> Any:
+def _llvm_kernels(llvm_passes: Any) -> bool | tuple[str, ...]:
+    """`llvm_passes` as `build` uses it: True/False, or the kernels' names (a tuple)."""
+    if isinstance(llvm_passes, bool):
+        return llvm_passes
+    if isinstance(llvm_passes, str):
+        return (llvm_passes,)
+    try:
+        names = tuple(llvm_passes)
+    except TypeError:
+        names = ()
+    if not names or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"llvm_passes is True, False, a kernel's name or a list of kernel "
+                        f"names, not {llvm_passes!r}")
+    return names
+
+
+def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: Any) -> Any:
     """The build's target with the pipeline's LLVM options (`Pipeline.llvm_options`)."""
     host = tgt.host if tgt.host is not None else tgt
     if (llvm_passes or pipe.llvm_opts) and host.kind.name != "llvm":
@@ -210,7 +229,8 @@ def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: bool) -> Any:
     return codegen_target(tgt, pipe.llvm_opts)
 
 
-def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any) -> Trace:
+def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
+               kernels: Any = True) -> Trace:
     """`trace` with LLVM's passes as steps (`passlab.recording.llvm`); a trace whose
     kernels came from an earlier build has no code generation to record, and says so."""
     if trace.kernels_reused or trace.code is None:
@@ -219,7 +239,8 @@ def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any) -> Trace:
         return Trace(list(trace), {**trace._meta, "notes": [
             *trace.notes, f"LLVM's passes were not recorded: {why}"]}, adopt=True)
     host = tgt.host if tgt.host is not None else tgt
-    return with_llvm_steps(trace, host, (), None if bar is None else bar.bar)
+    return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
+                           kernels if isinstance(kernels, tuple) else ())
 
 
 def _with_codegen(trace: Trace, kernels: Any, tgt: Any, pipe: Pipeline) -> Trace:

@@ -110,10 +110,14 @@ class LlvmSummary:
     changed: int
     unchanged: tuple[tuple[str, int], ...]
     seconds: float
+    kernels: tuple[str, ...] = ()
+    """The kernels whose LLVM passes were recorded, compiled without the others
+    (`llvm_passes=["kernel", ...]`); empty: the whole module, as the build compiled it."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(options=list(self.options), runs=self.runs, changed=self.changed,
-                    unchanged=[list(x) for x in self.unchanged], seconds=self.seconds)
+                    unchanged=[list(x) for x in self.unchanged], seconds=self.seconds,
+                    kernels=list(self.kernels))
 
 
 def _kernel_of(symbol: str, kernels: Sequence[str]) -> str | None:
@@ -142,12 +146,14 @@ def llvm_steps(dumps: Sequence[Any], kernels: Sequence[str], parent: Step,
 
 
 def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
-                    progress: Any = None) -> Trace:
+                    progress: Any = None, kernels: Sequence[str] = ()) -> Trace:
     """`trace` (a finished build's, ending in its `codegen` step) with LLVM's passes
     as steps after that step: the lowered host module (the `host_finalize` stage's
     output, what TVM's code generator received) is compiled again with `options` and
     LLVM's change printing, read as it streams; the build's own executable is not
-    touched. `progress` (a `passlab._progress.Bar` or None) gets a note as passes
+    touched. With `kernels`, only those kernels' functions are compiled (LLVM's
+    module-level passes then see them alone: faster on a large model, the same function
+    passes). `progress` (a `passlab._progress.Bar` or None) gets a note as passes
     are read."""
     from passlab.recording.codegen import _final_module
 
@@ -161,6 +167,16 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
         raise ValueError("this trace does not hold the host_finalize stage's output (the "
                          "module TVM's code generator receives): build with passlab's own "
                          "TIR pipeline (tir_pipeline=None) to record LLVM's passes")
+    compiled = code_step.code.kernels
+    if kernels:
+        for k in kernels:
+            if k not in compiled:
+                from passlab.errors import unknown
+
+                raise unknown("kernel", k, compiled,
+                              extra="(llvm_passes= takes the names of compiled TIR kernels)")
+        host = _llvm.only_functions(host, lambda name: _codegen.kernel_of(name, kernels)
+                                    is not None)
     seen = [0]
 
     def note(dump: Any) -> None:
@@ -171,8 +187,7 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     start = time.perf_counter()
     reader = _llvm.record_codegen(host, tgt, options, on_dump=note)
     seconds = time.perf_counter() - start
-    kernels = code_step.code.kernels
-    steps = llvm_steps(reader.dumps, kernels, code_step, len(trace), code_step._hash)
+    steps = llvm_steps(reader.dumps, compiled, code_step, len(trace), code_step._hash)
     summary = LlvmSummary(tuple(options), reader.headers, len(reader.dumps),
-                          tuple(sorted(reader.skipped.items())), seconds)
+                          tuple(sorted(reader.skipped.items())), seconds, tuple(kernels))
     return Trace([*trace, *steps], {**trace._meta, "llvm": summary}, adopt=True)

@@ -642,3 +642,20 @@ def test_report_lists_and_diffs_a_bounded_llvm_group(llvm_build, tmp_path):
     assert data["state"]["show_llvm"] is False
     full, _ = read_report(trace.write_report(tmp_path / "f.html", full=True).read_text())
     assert sum(r["stage"] == "llvm" for r in full["state"]["steps"]) == len(trace.llvm_steps())
+
+
+def test_ab_comparison_names_the_llvm_options_and_counts_vector_types(plain_build):
+    from passlab.research import compare
+
+    pipe = passlab.Pipeline.default("llvm").llvm_options("-vectorize-loops:bool=false")
+    other = passlab.build(passlab.models.mlp(), pipe)
+    c = compare(plain_build, other, names=("default", "no LV"))
+    assert c.llvm_options == ((), ("-vectorize-loops:bool=false",))
+    assert c.summary().endswith("; LLVM options: default none, no LV "
+                                "-vectorize-loops:bool=false")
+    d = c.delta("vector types")
+    assert (d.a, d.b) == tuple(sum(L.vector_types(b.source("llvm")).values())
+                               for b in (plain_build, other))
+    assert d.a > d.b and not c.identical
+    # the functions differ only in the target attribute TIR carries from BindTarget on
+    assert c.first_difference.name == "tirx.BindTarget"

@@ -5,7 +5,9 @@ passes, TIR with TIR, by `difflib.SequenceMatcher`). At every matched point the
 modules after the pass are compared function by function (object identity first, then
 structural equality with free variables mapped and tensor bytes skipped), and
 `diff(...)` shows the two modules side by side. Final deltas say what the difference
-costs: kernels, temporary bytes, peak memory, build time.
+costs: kernels, temporary bytes, peak memory, build time, and the vector types in the
+generated LLVM IR (what LLVM options such as `-vectorize-loops:bool=false` change: the
+summary names the options each side was built with).
 """
 
 from __future__ import annotations
@@ -92,13 +94,16 @@ class Comparison(NamedSequence[Point], _render.Displayable):
     Index by position or by pass name (`comparison["FuseOps"]`).
     """
 
-    __slots__ = ("deltas", "names", "points")
+    __slots__ = ("deltas", "llvm_options", "names", "points")
 
     def __init__(self, points: Sequence[Point], deltas: Sequence[Delta],
-                 names: tuple[str, str] = ("A", "B")):
+                 names: tuple[str, str] = ("A", "B"),
+                 llvm_options: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())):
         self.points = tuple(points)
         self.deltas = tuple(deltas)
         self.names = names
+        #: the LLVM options (`Pipeline.llvm_options`) A and B were built with
+        self.llvm_options = llvm_options
 
     def _items(self) -> tuple[Point, ...]:
         return self.points
@@ -157,6 +162,9 @@ class Comparison(NamedSequence[Point], _render.Displayable):
                  f"{len(self.differing)} differ after the pass"]
         first = self.first_difference
         tail = f"; first difference at {first.name} ({first.status})" if first else ""
+        if self.llvm_options[0] != self.llvm_options[1]:
+            shown = [" ".join(o) or "none" for o in self.llvm_options]
+            tail += f"; LLVM options: {a} {shown[0]}, {b} {shown[1]}"
         return head + ", ".join(parts) + tail
 
     def _table(self) -> tuple[list[str], list[list[str]], list[str]]:
@@ -271,9 +279,16 @@ def _measures(trace: Trace) -> dict[str, float | None]:
             report = buffers(last.after)
         except Exception:  # a module buffers() cannot analyse: the delta is unknown
             report = None
+    code = trace.code
+    vectors = None
+    if code is not None and "llvm" in code.kinds:
+        from passlab._tvm.llvm import vector_types
+
+        vectors = sum(vector_types(code.text("llvm")).values())
     return {"kernels": kernels,
             "bytes": None if report is None else report.total_bytes,
             "peak": None if report is None else report.peak_bytes,
+            "vector types": vectors,
             "build time": sum(s.seconds or 0.0 for s in trace if s.depth == 0)}
 
 
@@ -293,8 +308,9 @@ def compare(a: Trace | Build, b: Trace | Build, *,
     Comparison
         Rows "same", "differs", "only in A", "only in B"; `.identical`;
         `.diff(pass)` for the synchronized IR diff; `.deltas`: kernels (PrimFuncs),
-        bytes (`buffers(...).total_bytes`) and peak bytes at the last Relax pass, and
-        build time (seconds of top-level steps).
+        bytes (`buffers(...).total_bytes`) and peak bytes at the last Relax pass, the
+        vector types written in the generated LLVM IR, and build time (seconds of
+        top-level steps); `.llvm_options`: each side's LLVM options.
 
     Examples
     --------
@@ -319,4 +335,5 @@ def compare(a: Trace | Build, b: Trace | Build, *,
     units = {"build time": "s"}
     deltas = [Delta(k, ma[k], mb[k], units.get(k, "B" if k in ("bytes", "peak") else ""))
               for k in ma]
-    return Comparison(points, deltas, tuple(names))  # type: ignore[arg-type]
+    options = tuple(tuple(getattr(t.pipeline, "llvm_opts", ()) or ()) for t in (ta, tb))
+    return Comparison(points, deltas, tuple(names), options)  # type: ignore[arg-type]

@@ -58,7 +58,7 @@ def test_ten_thousand_llvm_steps_load_open_and_report(big, tmp_path):
     start = time.perf_counter()
     path = big.write_report(tmp_path / "big.html")
     report = time.perf_counter() - start
-    data, blocks = read_report(path.read_text())
+    data, _ = read_report(path.read_text())
     rows = [r for r in data["state"]["steps"] if r["stage"] == "llvm"]
     print(f"open {opened * 1e3:.0f} ms, LLVM group {grouped * 1e3:.0f} ms, first view "
           f"{first * 1e3:.0f} ms, report {report:.2f} s and {path.stat().st_size:,} bytes "

@@ -90,7 +90,8 @@ class LlvmTable(NamedSequence[LlvmRow], _render.Displayable):
             acc[1] += r.instructions[1] - r.instructions[0]
             acc[2] += r.blocks[1] - r.blocks[0]
             acc[3] += r.vector_instructions[1] - r.vector_instructions[0]
-        return sorted(((n, *v) for n, v in sums.items()), key=lambda t: (t[2], t[0]))
+        rows = [(n, v[0], v[1], v[2], v[3]) for n, v in sums.items()]
+        return sorted(rows, key=lambda t: (t[2], t[0]))
 
     _HEADER = ("step", "pass", "function", "kernel", "instructions", "blocks", "vector")
 

@@ -281,9 +281,9 @@ def _stop(crew: list[_Worker], pending: deque[int]) -> list[int]:
 
 
 def _main_from_stdin() -> bool:
-    """Whether the main program was read from standard input (``python - < prog.py``,
-    ``__file__`` "<stdin>"): not a ``python -c`` program or an embedding host, whose
-    ``__main__`` has no file at all and which 'spawn' workers do not try to import."""
+    """Whether the main program was read from standard input (`python - < prog.py`,
+    `__file__` "<stdin>"): not a `python -c` program or an embedding host, whose
+    `__main__` has no file at all and which 'spawn' workers do not try to import."""
     main = sys.modules.get("__main__")
     file = getattr(main, "__file__", None)
     if file is None:

@@ -147,8 +147,10 @@ class KernelTime:
 
 
 def _noisy(median: float, lo: float, hi: float, target: float) -> bool:
-    """Whether the interval `lo`..`hi` reaches beyond +-`target` of `median`."""
-    if math.isnan(lo) or math.isnan(hi) or median <= 0:
+    """Whether the interval `lo`..`hi` reaches beyond +-`target` of `median`. A median of
+    0 (a kernel below the hooks' noise once their cost is taken out) with an interval of
+    any width is noisy: no relative figure holds."""
+    if math.isnan(lo) or math.isnan(hi):
         return False
     return lo < median * (1 - target) or hi > median * (1 + target)
 

@@ -659,3 +659,31 @@ def test_ab_comparison_names_the_llvm_options_and_counts_vector_types(plain_buil
     assert d.a > d.b and not c.identical
     # the functions differ only in the target attribute TIR carries from BindTarget on
     assert c.first_difference.name == "tirx.BindTarget"
+
+
+@pytest.mark.slow
+def test_a_progress_bar_on_stderr_does_not_mix_with_llvms_dump(llvm_build):
+    out = _child("""
+        import passlab
+        b = passlab.build(passlab.models.mlp(), llvm_passes=True, progress=True)
+        print(len(b.trace.llvm_steps()))
+    """)
+    assert int(out.stdout) == len(llvm_build.trace.llvm_steps())
+    last = out.stderr.strip().splitlines()[-1]
+    assert re.search(r"95 pass calls recorded, \d+ of LLVM's [\d,]+ pass runs", last)
+    assert "*** IR" not in out.stderr and "define " not in out.stderr
+
+
+def test_a_failed_recording_keeps_the_build(monkeypatch):
+    from passlab.recording import llvm as recording
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("LLVM said no")
+
+    monkeypatch.setattr(recording._llvm, "record_codegen", broken)
+    with pytest.warns(RuntimeWarning, match="LLVM's passes were not recorded: RuntimeError: "
+                                            "LLVM said no"):
+        b = passlab.build(passlab.models.mlp(), llvm_passes=True)
+    assert b.trace.llvm_summary is None and len(b.trace.llvm_steps()) == 0
+    assert b.trace.notes[-1] == "LLVM's passes were not recorded: RuntimeError: LLVM said no"
+    assert b.run().shape == (4, 8)

@@ -461,11 +461,14 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
     from tvm import ir
     from tvm.tirx.build import codegen_build
 
+    from passlab._tvm.logs import sorted_stderr
+
     target = codegen_target(tgt, [*options, *PRINT_OPTIONS])
     whole = ir.IRModule({}, attrs=host_mod.attrs)  # as tvm.tirx.build's tir_to_runtime
     whole.update(host_mod)
     holder: list[DumpReader] = []
-    with _fd2_to(lambda chunk: holder[0].feed(chunk)) as write_back:
+    # TVM's benign log lines are the build's, said once already: sorted away again
+    with sorted_stderr(), _fd2_to(lambda chunk: holder[0].feed(chunk)) as write_back:
         holder.append(DumpReader(write_back, on_dump))
         lib = codegen_build(whole, target)
         del lib

@@ -24,7 +24,13 @@ from passlab import _tvm
 from passlab._tvm.codegen import codegen_status, runnable
 from passlab._tvm.llvm import codegen_target
 from passlab._tvm.tir import TIR_ROOT
-from passlab.errors import BuildError, CheckError, DeviceUnavailableError, UserPassError
+from passlab.errors import (
+    BuildError,
+    CheckError,
+    DeviceUnavailableError,
+    UserPassError,
+    first_line,
+)
 from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
@@ -189,7 +195,10 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
     if llvm_passes:
         trace = _with_llvm(trace, tgt, pipe, bar, llvm_passes)
     if bar is not None:
-        bar.close(f"{calls} pass calls recorded", done=True)
+        llvm = trace.llvm_summary
+        bar.close(f"{calls} pass calls recorded" + (
+            f", {llvm.changed} of LLVM's {llvm.runs} pass runs" if llvm is not None else ""),
+            done=True)
     found = _violations(trace, checks)
     broken = [v for v in found if not v.check.endswith("(user passes)") and not v.preexisting]
     if broken:
@@ -239,8 +248,18 @@ def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
         return Trace(list(trace), {**trace._meta, "notes": [
             *trace.notes, f"LLVM's passes were not recorded: {why}"]}, adopt=True)
     host = tgt.host if tgt.host is not None else tgt
-    return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
-                           kernels if isinstance(kernels, tuple) else ())
+    try:
+        return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
+                               kernels if isinstance(kernels, tuple) else ())
+    except KeyboardInterrupt as exc:  # Ctrl-C while LLVM prints: the build is kept
+        exc.trace = trace  # type: ignore[attr-defined]
+        raise
+    except (ValueError, KeyError):  # a bad kernel name, a trace without its host module
+        raise
+    except Exception as exc:  # noqa: BLE001 - the build succeeded: it is not lost
+        why = f"LLVM's passes were not recorded: {type(exc).__name__}: {first_line(exc)}"
+        warnings.warn(why, RuntimeWarning, stacklevel=4)
+        return Trace(list(trace), {**trace._meta, "notes": [*trace.notes, why]}, adopt=True)
 
 
 def _with_codegen(trace: Trace, kernels: Any, tgt: Any, pipe: Pipeline) -> Trace:

@@ -153,8 +153,8 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     LLVM's change printing, read as it streams; the build's own executable is not
     touched. With `kernels`, only those kernels' functions are compiled (LLVM's
     module-level passes then see them alone: faster on a large model, the same function
-    passes). `progress` (a `passlab._progress.Bar` or None) gets a note as passes
-    are read."""
+    passes). `progress` (a `passlab._progress.Bar` or None) says so before and after;
+    not during: a bar on a terminal writes to descriptor 2, which LLVM's dump then holds."""
     from passlab.recording.codegen import _final_module
 
     code_step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
@@ -177,16 +177,15 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
                               extra="(llvm_passes= takes the names of compiled TIR kernels)")
         host = _llvm.only_functions(host, lambda name: _codegen.kernel_of(name, kernels)
                                     is not None)
-    seen = [0]
-
-    def note(dump: Any) -> None:
-        seen[0] += 1
-        if progress is not None and seen[0] % 25 == 1:
-            progress.note(f"LLVM: {seen[0]} passes changed the IR ({dump.pass_name})")
-
+    if progress is not None:
+        progress.note("recording LLVM's passes (a second code generation that prints)")
+        progress.redraw()
     start = time.perf_counter()
-    reader = _llvm.record_codegen(host, tgt, options, on_dump=note)
+    reader = _llvm.record_codegen(host, tgt, options)
     seconds = time.perf_counter() - start
+    if progress is not None:
+        progress.note(f"LLVM: {len(reader.dumps)} of {reader.headers} pass runs changed "
+                      "the IR")
     steps = llvm_steps(reader.dumps, compiled, code_step, len(trace), code_step._hash)
     summary = LlvmSummary(tuple(options), reader.headers, len(reader.dumps),
                           tuple(sorted(reader.skipped.items())), seconds, tuple(kernels))

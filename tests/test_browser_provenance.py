@@ -74,3 +74,75 @@ def test_hover_links_ops_and_kernels_in_the_report_and_the_explorer(
     expect(widget.locator(".plx-pane-graph g.node.plx-focus")).to_have_count(1)
     expect(widget.locator(".plx-pane-graph g.node.plx-focus title")).to_have_text("lv")
     assert page.errors == []
+
+
+_GROUPS_NB = [
+    "import sys\nsys.path.insert(0, {tests!r})\nimport passlab\n"
+    "from passlab.analysis import _graph_groups\n"
+    "from test_explorer_provenance import _named_cnn_with_weights_as_inputs\n"
+    "_graph_groups.FIRST_VIEW_NODES = 8  # a first view of one box per group\n"
+    "build = passlab.build(passlab.load(_named_cnn_with_weights_as_inputs(), "
+    "input=(1, 3, 32, 32)))",
+    "ex = passlab.Explorer(build, selected=build.trace.find('FuseTIR').index, "
+    "tab='provenance')\nex",
+]
+
+
+def _open_and_close_a_group(page, root, expect) -> None:
+    """Click the fused graph's /features box: both graphs draw it open; click its frame's
+    name: closed again."""
+    box = root.locator('.passlab-prov-fused g.node[data-group="/features"]')
+    expect(root.locator(".passlab-prov-fused g.node[data-group]")).to_have_count(2)
+    box.dispatch_event("click")  # (the pan/zoom viewport may hold it out of sight)
+    opened = root.locator('.passlab-prov[data-open="[\\"/features\\"]"]')
+    expect(opened).to_have_count(1)
+    frame = opened.locator(".passlab-prov-fused g.cluster.plx-group-open")
+    expect(frame).to_have_count(1)
+    expect(opened.locator(".passlab-prov-input g.cluster.plx-group-open")).to_have_count(1)
+    frame.dispatch_event("click")
+    expect(root.locator('.passlab-prov[data-open="[]"]')).to_have_count(1)
+
+
+def test_a_click_opens_a_provenance_group_in_the_report_and_the_explorer(
+        tmp_path, lab, new_page, expect, monkeypatch):
+    import sys
+
+    from passlab.analysis import _graph_groups
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_explorer_provenance import _named_cnn_with_weights_as_inputs
+
+    import passlab
+
+    monkeypatch.setattr(_graph_groups, "FIRST_VIEW_NODES", 8)
+    build = passlab.build(passlab.load(_named_cnn_with_weights_as_inputs(),
+                                       input=(1, 3, 32, 32)))
+    report = build.trace.write_report(tmp_path / "report.html")
+    page = new_page()
+    page.goto(Path(report).resolve().as_uri())
+    rep = page.locator("#plx-root .plx")
+    rep.locator(".plx-tab[data-tab=provenance]").click()
+    _open_and_close_a_group(page, rep.locator(".plx-pane-provenance"), expect)
+    assert page.errors == []
+
+    cells = [_GROUPS_NB[0].format(tests=str(Path(__file__).parent)), _GROUPS_NB[1]]
+    path = write_notebook(lab.root / "provenance-groups.ipynb", cells)
+    page = new_page()
+    open_notebook(page, lab, path.name, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    pane = widget.locator(".plx-pane-provenance")
+    expect(pane.locator(".passlab-prov-fused svg")).to_be_visible()
+    _open_and_close_a_group(page, pane, expect)
+    # open again (Python lays the group out now, or takes the drawing made before) and
+    # hover the /head box: the kernels and operators it holds light up on both sides
+    pane.locator('.passlab-prov-fused g.node[data-group="/features"]').dispatch_event("click")
+    expect(pane.locator('.passlab-prov[data-open="[\\"/features\\"]"]')).to_have_count(1)
+    pane.locator('.passlab-prov-fused g.node[data-group="/head"]').dispatch_event("mouseover")
+    lit = pane.locator(".passlab-prov-input g.node.passlab-prov-hl")
+    expect(lit).to_have_count(1)  # the input's /head box: its operators are inside
+    expect(lit).to_have_attribute("data-group", "/head")
+    expect(pane.locator("tr.passlab-prov-hl")).to_have_count(4)  # lv13, lv14, lv16, gv
+    graphs = pane.locator(".passlab-prov-graphs")
+    graphs.scroll_into_view_if_needed()
+    graphs.screenshot(path=str(SHOTS / "provenance-groups.png"))
+    assert page.errors == []

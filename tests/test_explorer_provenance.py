@@ -196,3 +196,56 @@ def test_the_op_table_comes_first_searchable_with_the_source_names(cnn_trace):
     assert ("<title>lv1_1&#10;from /features/bn1/BatchNormalization, /features/relu1/Relu"
             "</title>") in page
     assert page.count("&#10;from ") == 19  # 12 operators and 7 kernels
+
+
+@_NEEDS_DOT
+def test_the_pane_opens_grouped_and_lays_a_group_out_when_it_is_opened(cnn_trace, monkeypatch):
+    from passlab import _render
+    from passlab.analysis import _graph_groups
+    from passlab.views.explorer import Explorer
+
+    # a first view of at most 8 nodes: both groups (/features, /head) closed
+    monkeypatch.setattr(_graph_groups, "FIRST_VIEW_NODES", 8)
+    layouts = []
+    real = _render._lay_out
+    monkeypatch.setattr(_render, "_lay_out", lambda exe, src: layouts.append(1) or real(exe, src))
+    _render.LAYOUTS.clear()
+    ex = Explorer(cnn_trace, selected=cnn_trace.find("FuseTIR").index)
+    ex.tab = "provenance"
+    page = ex.provenance_html
+    assert ex.provenance_open is None and 'data-open="[]"' in page
+    assert len(layouts) == 2  # the input graph and the fused graph, each one box per group
+    # one box per group in each graph, each with what it holds (lit with it on hover)
+    boxes = [(t["data-group"], json.loads(t["data-group-ops"]),
+              json.loads(t["data-group-kernels"])) for t in _tags(page, "data-group")]
+    head = ("/head", ["lv13", "lv14", "lv16", "gv"], ["mean", "reshape2", "fused_matmul_add2"])
+    assert [b[0] for b in boxes] == ["/features", "/head"] * 2 and boxes[1] == boxes[3] == head
+    assert "Grouped by the model's node paths: 5 groups, 0 open; click a double-framed box" \
+        in page
+    ex.provenance_open = ["/features"]  # what a click on the box sends
+    page = ex.provenance_html
+    assert 'data-open="[&quot;/features&quot;]"' in page and len(layouts) == 4
+    assert "<title>cluster_group:/features</title>" in page
+    # the input graph shows the groups inside /features (its conv with a bias add) closed
+    assert sorted(t["data-group"] for t in _tags(page, "data-group")) == [
+        "/features/conv1", "/features/conv2", "/head", "/head"]
+    ex.provenance_open = []  # closed again: both drawings made before
+    assert 'data-open="[]"' in ex.provenance_html and len(layouts) == 4
+    ex.close()
+
+
+@_NEEDS_DOT
+def test_the_report_keeps_the_first_view_and_each_group_opened(cnn_trace, monkeypatch):
+    from passlab.analysis import _graph_groups
+    from passlab.views._report_state import read_report
+
+    monkeypatch.setattr(_graph_groups, "FIRST_VIEW_NODES", 8)
+    data, kept = read_report(render_report(cnn_trace))
+    assert data["state"]["provenance_open"] is None
+    keys = sorted(k for k in kept if k.startswith("provenance"))
+    assert keys == ["provenance:default", "provenance:open:", "provenance:open:/features",
+                    "provenance:open:/head"]
+    assert kept["provenance:open:"] == kept["provenance:default"]  # one block
+    assert data["blocks"]["provenance:open:"] == data["blocks"]["provenance:default"]
+    assert 'data-open="[&quot;/head&quot;]"' in kept["provenance:open:/head"]
+    assert "opens and closes any group" in data["notes"]["provenance_open"]

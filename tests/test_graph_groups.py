@@ -48,6 +48,42 @@ def test_groups_of_a_mapping_keep_paths_of_two_or_more_members():
     assert every.groups == ()
 
 
+def test_a_first_view_opens_the_groups_level_by_level_while_it_stays_small():
+    from passlab.analysis._graph_groups import drawn_nodes, first_opened
+
+    g = passlab.fused_graph(passlab.models.mlp()).with_sources({
+        "matmul": ("/a/fc1/MatMul",), "add": ("/a/fc1/Add",), "relu": ("/a/relu/Relu",),
+        "matmul1": ("/b/fc2/MatMul",), "add1": ("/b/fc2/Add",)})
+    # (/b holds what /b/fc2 holds: one group, the innermost path)
+    assert [(grp.id, grp.parent) for grp in g.groups] == [("/a", None), ("/a/fc1", "/a"),
+                                                          ("/b/fc2", None)]
+    for opened in ((), ("/a",), ("/a", "/b/fc2"), ("/a", "/a/fc1", "/b/fc2"), ("/a/fc1",)):
+        assert drawn_nodes(g, opened) == len(fold(g, opened).nodes)
+    assert [drawn_nodes(g, o) for o in ((), ("/a", "/b/fc2"), ("/a", "/a/fc1", "/b/fc2"))] \
+        == [4, 6, 7]
+    assert first_opened([g], budget=5) == ()
+    assert first_opened([g], budget=6) == ("/a", "/b/fc2")  # the top level, whole
+    assert first_opened([g]) == ("/a", "/b/fc2", "/a/fc1")  # all of it: within 40 nodes
+
+
+def test_the_tensors_between_a_closed_group_and_a_node_are_one_edge():
+    from passlab.analysis.graph import Edge, FusedGraph, Node
+
+    nodes = (Node("x", "x", "input"), Node("a", "conv", "kernel"), Node("b", "conv1", "kernel"),
+             Node("c", "concat", "kernel"), Node("output", "output", "output"))
+    edges = (Edge("x", "a", "x", (1, 8), "float32", 32), Edge("x", "b", "x", (1, 8), "float32", 32),
+             Edge("a", "c", "lv", (1, 8), "float32", 32), Edge("b", "c", "lv1", (1, 8), "float32", 32),
+             Edge("c", "output", "gv", (1, 16), "float32", 64))
+    g = FusedGraph("main", nodes, edges).with_sources({"a": ("block.conv",), "b": ("block.conv1",),
+                                                      "c": ("cat",)})
+    closed = fold(g)
+    assert [(e.src, e.dst, e.tensor, e.bytes, e.count) for e in closed.edges] == [
+        ("x", "group:block", "x", 32, 1), ("group:block", "c", "2 tensors", 64, 2),
+        ("c", "output", "gv", 64, 1)]
+    assert '"group:block" -> "c" [label="2 tensors\\nfloat32, 64 B"];' in g.to_dot()
+    assert [e.count for e in fold(g, ["block"]).edges] == [1, 1, 1, 1, 1]  # opened: each
+
+
 def test_dot_draws_closed_groups_as_boxes_and_opened_ones_as_frames():
     g = passlab.fused_graph(passlab.models.mlp()).with_sources(
         {"matmul": ("/fc1/MatMul",), "add": ("/fc1/Add",)})

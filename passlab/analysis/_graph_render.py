@@ -192,9 +192,12 @@ def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
     ov = overlay(g, overlay_by, values)
     marks = marks or {}
     label = f"{g.function}" + "".join(f"\n{n}" for n in notes)
+    # a large graph's layout bounded (_render.BOUNDED_LAYOUT): its cost grows with the edges
+    bounded = _render.layout_attrs(len(edges))
     out = [f"digraph {_q(g.function)} {{",
            f"  graph [rankdir={_rankdir(nodes, edges) if rankdir == 'auto' else rankdir}, "
            "fontname=Helvetica, labelloc=t"
+           + (f", {bounded}" if bounded else "")
            + (f", label={_q(label)}];" if title else "];"),
            "  node [fontname=Helvetica, fontsize=10];",
            # edge labels as large as node text: 10 px at the views' smallest scale
@@ -226,7 +229,10 @@ def to_dot(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
     for c in children.get(None, []):
         emit(c, 1)
     for k, e in enumerate(edges):
-        label = f"{e.tensor}\n{e.shape_text} {e.dtype}\n{bytes_text(e)}"
+        label = (f"{e.tensor}\n{e.dtype}, "
+                 + (bytes_text(e) if e.bytes is not None else "symbolic sizes")
+                 if getattr(e, "count", 1) > 1  # tensors of a closed group, one edge
+                 else f"{e.tensor}\n{e.shape_text} {e.dtype}\n{bytes_text(e)}")
         extra = ""
         if ov is not None and k in ov.edges:
             colour, width = ov.edges[k]

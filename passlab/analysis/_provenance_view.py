@@ -19,14 +19,17 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
 from passlab import _render, _tvm
 from passlab._render import esc
+from passlab.analysis import _graph_groups
 from passlab.analysis.graph import TERMINALS, FusedGraph, fused_graph
 from passlab.analysis.provenance import Provenance, input_module, provenance
 from passlab.recording import numbering
@@ -67,6 +70,10 @@ class ProvenanceView(_render.Displayable):
         node that runs one. The kernels are those of `step`: a kernel the pipeline
         turns into something else later (`reshape` into `vm.builtin.reshape`) still
         holds its operators here."""
+        return dict(self._links)
+
+    @functools.cached_property
+    def _links(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         held: dict[str, list[str]] = {}
         for op, kernel in self.kernel_at_step().items():
             held.setdefault(kernel, []).append(op)
@@ -87,7 +94,7 @@ class ProvenanceView(_render.Displayable):
     def _input_attrs(self) -> dict[str, dict[str, str]]:
         ops = {o.op: o for o in self.provenance}
         kernels: dict[str, list[str]] = {}
-        for kernel, held in self.links().values():
+        for kernel, held in self._links.values():
             for op in held:
                 if kernel not in kernels.setdefault(op, []):
                     kernels[op].append(kernel)
@@ -99,12 +106,37 @@ class ProvenanceView(_render.Displayable):
 
     def _fused_attrs(self) -> dict[str, dict[str, str]]:
         out = {}
-        for nid, (kernel, ops) in self.links().items():
+        for nid, (kernel, ops) in self._links.items():
             src = list(dict.fromkeys(x for op in ops for x in self.provenance[op].source))
             out[nid] = {"data-kernel": kernel, "data-ops": json.dumps(list(ops)),
                         "data-node": nid,
                         **({"data-source": ", ".join(src[:6]) + (" ..." if len(src) > 6 else "")}
                            if src else {})}
+        return out
+
+    def _group_attrs(self, g: FusedGraph) -> dict[str, dict[str, str]]:
+        """A closed group's box (node `group:<path>`): what its calls hold, so that
+        hovering it or what it holds marks both sides (`data-group-ops`,
+        `data-group-kernels`)."""
+        if not g.groups:
+            return {}
+        links = self._links
+        kernels_of: dict[str, list[str]] = {}
+        for kernel, held in links.values():
+            for op in held:
+                kernels_of.setdefault(op, []).append(kernel)
+        out = {}
+        for grp in g.groups:
+            if g is self.fused_graph:
+                ops = [op for nid in grp.nodes if nid in links for op in links[nid][1]]
+                kernels = [links[nid][0] for nid in grp.nodes if nid in links]
+            else:
+                ops = [nid for nid in grp.nodes if nid in kernels_of]
+                kernels = [k for op in ops for k in kernels_of[op]]
+            out[_graph_groups.GROUP_PREFIX + grp.id] = {
+                "data-group": grp.id,
+                "data-group-ops": json.dumps(list(dict.fromkeys(ops))),
+                "data-group-kernels": json.dumps(list(dict.fromkeys(kernels)))}
         return out
 
     def to_text(self) -> str:
@@ -117,18 +149,36 @@ class ProvenanceView(_render.Displayable):
                   for nid, (kernel, ops) in self.links().items()]
         return "\n".join(lines) + "\n" + self.provenance.to_text()
 
-    def to_html(self, box_class: str = "") -> str:
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The source groups of both graphs (the model's node paths), outermost first."""
+        found = [grp.id for g in (self.input_graph, self.fused_graph) for grp in g.groups]
+        return tuple(dict.fromkeys(found))
+
+    def first_opened(self) -> tuple[str, ...]:
+        """The groups a first view opens (`_graph_groups.first_opened`: level by level
+        while each drawing stays small)."""
+        return _graph_groups.first_opened((self.input_graph, self.fused_graph))
+
+    def to_html(self, box_class: str = "", opened: Collection[str] | None = None) -> str:
         """Both graphs (SVG with a layout program, else tables), then the op table.
-        `box_class` is added to each graph's box (a page's own graph styling)."""
+        `box_class` is added to each graph's box (a page's own graph styling).
+
+        The graphs are grouped by the model's node paths (as the graph pane's): each
+        group not in `opened` is one box, each opened one a frame, in both graphs at
+        once. None opens every group (a page where nothing can be clicked open);
+        the Explorer passes what the user opened, starting from `first_opened`."""
         s = self.step
         box = f"passlab-prov-box {box_class}".strip()
+        static = opened is None
+        shown = list(self.groups) if opened is None else [g for g in self.groups if g in opened]
+        inputs, fused = self._attrs
         sides = [
             ("passlab-prov-input", f"Input: {self.input_graph.function} before the first "
-             f"pass, {len(self.provenance)} operator calls", self.input_graph, "pi",
-             self._input_attrs()),
+             f"pass, {len(self.provenance)} operator calls", self.input_graph, "pi", inputs),
             ("passlab-prov-fused", f"Fused graph after {numbering.ref(s)}, "
              f"{len(self.provenance.kernels)} kernels hold the input's operators",
-             self.fused_graph, "pf", self._fused_attrs()),
+             self.fused_graph, "pf", fused),
         ]
         # the graphs' notes go above them, not into the drawing: a wide title would shrink
         # the nodes of a narrow graph when it is scaled to its column
@@ -136,11 +186,35 @@ class ProvenanceView(_render.Displayable):
             f'<div class="passlab-prov-side {cls}"><div class="passlab-prov-head"><b>'
             f"{esc(head)}</b>" + "".join(f'<div class="passlab-note">{esc(n)}</div>'
                                          for n in g.notes)
-            + f'</div><div class="{esc(box)}">{_graph_html(replace(g, notes=()), prefix, attrs)}'
+            + f'</div><div class="{esc(box)}">'
+            f"{_graph_html(replace(g, notes=()), prefix, attrs, shown)}"
             "</div></div>" for cls, head, g, prefix, attrs in sides)
         note = f'<div class="passlab-note">{esc(self.note)}</div>' if self.note else ""
         hint = ('<div class="passlab-note">Hover an operator to see the kernels it ended in, '
                 "a kernel to see the operators it holds.</div>")
+        if self.groups:
+            top = len({grp.id for g in (self.input_graph, self.fused_graph) for grp in g.groups
+                       if grp.parent is None})
+            hint += ('<div class="passlab-note plx-prov-groups">Grouped by the model\'s node '
+                     f"paths: {len(self.groups)} groups, {len(shown)} open"
+                     + ("; every group drawn open" if static else
+                        "; click a double-framed box to open it, the name of a frame to "
+                        f"close it ({top} at the top)") + ".</div>")
+        return (f'<style>{CSS}</style><div class="passlab-prov" data-step="{esc(str(s.index))}" '
+                f'data-open="{esc(json.dumps(shown))}">'
+                f'{note}<div class="passlab-prov-table">{self._table_html}</div>{hint}'
+                f'<div class="passlab-prov-graphs">{cols}</div></div>')
+
+    @functools.cached_property
+    def _attrs(self) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+        """The data-* attributes of the input graph's and the fused graph's nodes (the
+        same whichever groups are open: a drawing takes those of what it shows)."""
+        return ({**self._input_attrs(), **self._group_attrs(self.input_graph)},
+                {**self._fused_attrs(), **self._group_attrs(self.fused_graph)})
+
+    @functools.cached_property
+    def _table_html(self) -> str:
+        """The op table with its search box (the same whichever groups are open)."""
         # the op table first, searchable (a page's script filters its rows by
         # data-search), the source model's node names beside each op; the graphs below
         rows = [{"data-op": o.op, "data-kernels": json.dumps(list(o.kernels)),
@@ -157,9 +231,7 @@ class ProvenanceView(_render.Displayable):
         search = ('<input type="search" class="passlab-prov-search" aria-label="filter the '
                   'operator calls" placeholder="filter: op, kernel or source name '
                   '(/layer1/...)">')
-        return (f'<style>{CSS}</style><div class="passlab-prov" data-step="{esc(str(s.index))}">'
-                f'{note}<div class="passlab-prov-table">{search}{table}</div>{hint}'
-                f'<div class="passlab-prov-graphs">{cols}</div></div>')
+        return search + table
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The op table's header and rows: op, then `source` (the ONNX node or PyTorch
@@ -200,13 +272,14 @@ def _attr_text(attrs: dict[str, str]) -> str:
     return "".join(f' {k}="{esc(v)}"' for k, v in attrs.items())
 
 
-def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]]) -> str:
+def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]],
+                opened: Collection[str] = ()) -> str:
     """The graph as SVG with `attrs` on the node groups (ids prefixed, so that two
-    graphs on one page do not share ids), or as a table of its nodes without a layout
-    program."""
+    graphs on one page do not share ids), its source groups in `opened` drawn open and
+    the others closed, or as a table of its nodes without a layout program."""
     if _render.layout_program():
         try:
-            svg = g.to_svg()
+            svg = g.to_svg(opened=[grp.id for grp in g.groups if grp.id in set(opened)])
         except (RuntimeError, OSError):
             svg = ""
         start = svg.find("<svg")
@@ -275,6 +348,10 @@ def provenance_view(trace: Any, step: Any = None, prov: Provenance | None = None
     trace = getattr(trace, "trace", trace)
     prov = prov if prov is not None else provenance(trace)
     after, note = fused_step(trace, step)
-    return ProvenanceView(prov, fused_graph(input_module(trace), prov.function),
-                          fused_graph(after), after, note,
+    inputs, fused = fused_graph(input_module(trace), prov.function), fused_graph(after)
+    sources = {o.op: o.source for o in prov if o.source}
+    if sources:  # both graphs grouped by the model's node paths, as the graph pane's
+        inputs = inputs.with_sources(sources)
+        fused = fused.with_sources(prov, after)
+    return ProvenanceView(prov, inputs, fused, after, note,
                           tuple(s for s in trace if s.on_main_chain))

@@ -74,7 +74,9 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
-    """A tensor flowing from node `src` to node `dst`."""
+    """A tensor flowing from node `src` to node `dst`; in a drawing with closed source
+    groups, `count` tensors between a group and another node (`tensor` then says how
+    many, `bytes` is their sum)."""
 
     src: str
     dst: str
@@ -83,6 +85,7 @@ class Edge:
     dtype: str
     bytes: int | None
     size: str = ""
+    count: int = 1
 
     @property
     def shape_text(self) -> str:

@@ -117,7 +117,7 @@ def _state(trace: Trace, listed: list[Step], complete: bool) -> dict[str, Any]:
         tab="diff", diff_mode="unified", diff_all=False, bounds={}, symbols=[],
         compare_a=main[0].index if main else -1, compare_b=main[-1].index if main else -1,
         focus=[], ir_search="", ir_search_more={}, node="", graph_params="collapse",
-        graph_overlay="none", graph_open=[], rendered=0, edit_pending=[], edit_run=0, edit_shown=0)
+        graph_overlay="none", graph_open=[], provenance_open=None, rendered=0, edit_pending=[], edit_run=0, edit_shown=0)
     for tab in panes.TABS:
         state[f"{tab}_html"] = ""
     for name in ("explain_html", "kernel_title", "kernel_text", "kernel_text_html",
@@ -285,7 +285,9 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
             for overlay in OVERLAYS if params == "collapse" and k == 0 and small else ("none",):
                 drawings[f"graph:{i}:{params}:{overlay}"] = (
                     _drawing(renderer, snap.step, params, overlay), snap.step.label)
-    for key, pane in _laid_out(drawings).items():
+    with renderer.laying_out():  # layouts kept beside the trace's file, if it has one
+        laid_out = _laid_out(drawings)
+    for key, pane in laid_out.items():
         data.add(key, _inline_svg(pane))
     for k, snap in enumerate(snaps):
         i, small = snap.step.index, smalls[k]
@@ -308,6 +310,38 @@ def _drawing(renderer: panes.PaneRenderer, step: Step, params: str, overlay: str
         return error_panel(exc, f"the fused graph after {step.label}")
 
 
+#: Provenance drawings a report keeps beyond its first view: each group closed there
+#: opened on its own (DenseNet-121: its 4 dense blocks and 3 transitions).
+PROVENANCE_OPENINGS = 12
+
+
+def _provenance(data: ReportData, renderer: panes.PaneRenderer, index: int) -> None:
+    """The provenance pane as it first opens, and with each group it shows closed opened
+    (one more drawing each, up to `PROVENANCE_OPENINGS`), keyed by the groups drawn open
+    as the page's model looks them up (`"provenance:open:<paths, sorted, one a line>"`);
+    the layouts run a few at a time."""
+    step = renderer.by_index[index]
+    try:
+        first = renderer.provenance_drawing(step)
+    except Exception as exc:  # noqa: BLE001 - no provenance here: the pane says why
+        data.add("provenance:default", error_panel(exc, f"the provenance up to {step.label}"))
+        return
+    view = first.view
+    groups = [grp for g in (view.input_graph, view.fused_graph) for grp in g.groups]
+    closed = dict.fromkeys(grp.id for grp in groups if grp.id not in first.opened
+                           and (grp.parent is None or grp.parent in first.opened))
+    drawings: dict[str, tuple[Any, str]] = {"provenance:default": (first, step.label)}
+    for gid in list(closed)[:PROVENANCE_OPENINGS]:
+        drawing = renderer.provenance_drawing(step, (*first.opened, gid))
+        drawings["provenance:open:" + "\n".join(drawing.opened)] = (drawing, step.label)
+    with renderer.laying_out():
+        laid_out = _laid_out(drawings)
+    for key, pane in laid_out.items():
+        data.add(key, pane)
+    # the first view under its groups too (one block: the same text)
+    data.add("provenance:open:" + "\n".join(first.opened), laid_out["provenance:default"])
+
+
 #: Graphviz layouts run at once: each is a subprocess, and its Python around it (the DOT
 #: text, the page around the SVG) is short; mobilenet's report ran 10 layouts one after
 #: another, ~1 s of its ~3 s.
@@ -316,7 +350,9 @@ LAYOUTS_AT_ONCE = 3
 
 def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
     """Each drawing's pane (key -> (drawing, its step's label), in the same order), the
-    Graphviz layouts run a few at a time."""
+    Graphviz layouts run a few at a time, each in a copy of the caller's context (the
+    layout store of `PaneRenderer.laying_out`)."""
+    import contextvars
     from concurrent.futures import ThreadPoolExecutor
 
     def html(item: tuple[Any, str]) -> str:
@@ -326,10 +362,14 @@ def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
         try:
             return drawing.html()
         except Exception as exc:  # noqa: BLE001 - the pane says what failed
-            return error_panel(exc, f"the fused graph after {label}")
+            what = "the provenance up to" if isinstance(drawing, panes.ProvenanceDrawing) \
+                else "the fused graph after"
+            return error_panel(exc, f"{what} {label}")
 
+    contexts = [contextvars.copy_context() for _ in drawings]
     with ThreadPoolExecutor(LAYOUTS_AT_ONCE, thread_name_prefix="passlab-layout") as pool:
-        return dict(zip(drawings, pool.map(html, drawings.values())))
+        return dict(zip(drawings, pool.map(lambda c, item: c.run(html, item), contexts,
+                                           drawings.values())))
 
 
 def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,
@@ -347,8 +387,7 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
     _diffs(data, renderer, [s for s in main if not s.failed and s.changed] + llvm, bounds)
     _snapshots_panes(data, renderer, snaps)
     if any(s.on_main_chain for s in trace):
-        data.add("provenance:default", renderer.pane("provenance", snaps[0].step.index
-                                                     if snaps else main[-1].index))
+        _provenance(data, renderer, snaps[0].step.index if snaps else main[-1].index)
     data.add("pipeline", renderer.pane("pipeline", -1))
     if profile is not None:
         data.add("profile", explorer_profile.pane_html(profile, static=True))
@@ -367,6 +406,10 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
         "buffers": (f"This report keeps the buffers after {drawn}; "
                     "passlab.Explorer(trace) shows them after any pass."),
         "provenance": "No pass was recorded: there is no provenance to show.",
+        "provenance_open": ("This report keeps the provenance as it first opens, and with "
+                            "each group shown closed there opened one at a time; "
+                            "passlab.Explorer(trace) opens and closes any group. The first "
+                            "view follows."),
         "kernel": ("not in this report: it keeps the kernel panels of the first kernels of "
                    f"the graph after {data.drawn[0][1] if data.drawn else 'fusion'}."),
         "compare": ("Compare needs a kernel to diff any two passes: open the trace in "

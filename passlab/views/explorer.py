@@ -197,6 +197,10 @@ else:
         graph_open = t.List(t.Unicode(), help="source groups drawn open in the graph (their "
                             "paths: '/layer1', '/layer1/layer1.0'); the others are one box "
                             "each until a click opens them").tag(sync=True)
+        provenance_open = t.List(t.Unicode(), allow_none=True, default_value=None,
+                                 help="source groups drawn open in both provenance graphs; "
+                                 "None: the first view's (groups opened level by level "
+                                 "while the drawings stay small)").tag(sync=True)
         profile_html = t.Unicode(help="the Profile pane: the kernel times of the shown build "
                                  "(a Profile), sorted by profile_sort").tag(sync=True)
         has_profile = t.Bool(False, help="the shown build has a profile (the graph then "
@@ -438,6 +442,15 @@ else:
                 else:
                     self.graph_html = ""  # stale: redrawn when the tab opens
 
+        @t.observe("provenance_open")
+        def _on_provenance_view(self, _change: Any) -> None:
+            if not self._ready:
+                return
+            if self.tab == "provenance":
+                self._render()  # the opened group laid out now (or taken from the cache)
+            else:
+                self.provenance_html = ""  # stale: redrawn when the tab opens
+
         @t.observe("tab", "diff_mode", "diff_all", "compare_a", "compare_b", "bounds")
         def _on_view(self, change: Any) -> None:
             if not self._ready:
@@ -512,7 +525,8 @@ else:
                                            a=self.compare_a, b=self.compare_b,
                                            all_functions=self.diff_all, bounds=self.bounds,
                                            params=self.graph_params,
-                                           overlay=self.graph_overlay, opened=self.graph_open)
+                                           overlay=self.graph_overlay, opened=self.graph_open,
+                                           provenance_open=self.provenance_open)
                     setattr(self, f"{tab}_html", out)
                     if tab == "buffers":
                         self.symbols = list(self._panes.symbols.get(self.selected, ()))
@@ -531,7 +545,8 @@ else:
                     setattr(self, f"{tab}_html", self._panes.pane(
                         tab, self.selected, mode=self.diff_mode, a=self.compare_a,
                         b=self.compare_b, all_functions=self.diff_all, bounds=self.bounds,
-                        params=self.graph_params, overlay=self.graph_overlay))
+                        params=self.graph_params, overlay=self.graph_overlay,
+                        provenance_open=self.provenance_open))
                 self.symbols = list(self._panes.symbols.get(self.selected, ()))
                 self.rendered += 1
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from passlab import _render, _tvm
 from passlab.analysis.graph import graph_changes, kernel_flops, marked_against
+from passlab.io._layout_store import store_for
 from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import explorer_graph as eg
 from passlab.views.explorer_list import listed
 
-__all__ = ["TABS", "DIFF_MODES", "PaneRenderer", "GraphDrawing"]
+__all__ = ["TABS", "DIFF_MODES", "PaneRenderer", "GraphDrawing", "ProvenanceDrawing"]
 
 #: The panes, in the order of the tabs.
 TABS = ("diff", "graph", "buffers", "provenance", "compare", "pipeline", "edit", "profile")
@@ -61,6 +62,23 @@ class GraphDrawing:
         return self.head + eg.pane_html(self.graph, **self.args)
 
 
+@dataclasses.dataclass(frozen=True)
+class ProvenanceDrawing:
+    """A provenance pane ready to lay out (`PaneRenderer.provenance_drawing`): the note
+    above it, the view and the groups drawn open."""
+
+    head: str
+    view: Any
+    opened: tuple[str, ...]
+
+    def view_html(self) -> str:
+        return self.view.to_html("plx-prov-box", self.opened)
+
+    def html(self) -> str:
+        """The pane: two Graphviz layouts (subprocesses) and the page around them."""
+        return self.head + self.view_html()
+
+
 class PaneRenderer:
     """Renders panes for one trace and caches the last few (an HTML diff of a large
     module is big, so the cache is small)."""
@@ -82,12 +100,18 @@ class PaneRenderer:
         #: what the Profile pane shows (``explorer_profile.ProfileView``: the profile of
         #: the shown build, and the graph's "time" colour), None: a note
         self.profiler: Any = None
+        #: the provenance views by the step their fused graph is drawn after
+        self._prov_views: OrderedDict[int, Any] = OrderedDict()
+        #: where layouts are kept beside the trace's file (None: a trace not loaded from
+        #: one), so that its report and a later Explorer lay each graph out once
+        self.layouts = store_for(trace)
 
     def clear(self) -> None:
         """Forget every rendered pane, diff and graph (the next pane starts cold)."""
         self._cache.clear()
         self._diffs.clear()
         self._graphs.clear()
+        self._prov_views.clear()
         self.symbols.clear()
         self._peaks = None
 
@@ -97,7 +121,8 @@ class PaneRenderer:
             self._cache.move_to_end(key)
             return hit
         try:
-            with _render.no_cycle_collection():  # a collection's pause is not the user's wait
+            # a collection's pause is not the user's wait; layouts kept beside the trace file
+            with _render.no_cycle_collection(), self.laying_out():
                 out = make()
         except Exception as exc:  # noqa: BLE001 - a pane shows the error, the widget lives on
             out = _render.error_panel(exc, what)
@@ -105,6 +130,11 @@ class PaneRenderer:
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
         return out
+
+    def laying_out(self) -> Any:
+        """A context in which graph layouts are also read from and kept in the store
+        beside the trace's file (`_render.layout_store`)."""
+        return _render.layout_store(self.layouts)
 
     def step(self, index: int) -> Step | None:
         return self.by_index.get(index)
@@ -131,11 +161,13 @@ class PaneRenderer:
     def pane(self, tab: str, index: int, *, mode: str = "unified", a: int = -1,
              b: int = -1, all_functions: bool = False,
              bounds: dict[str, int] | None = None, params: str = "collapse",
-             overlay: str = "none", opened: Sequence[str] | None = None) -> str:
+             overlay: str = "none", opened: Sequence[str] | None = None,
+             provenance_open: Sequence[str] | None = None) -> str:
         """HTML of pane `tab` for step `index` (or steps `a`..`b` for compare).
 
         `opened`: the source groups the graph draws open (None: all of them, for a
-        static page; the Explorer passes its `graph_open`).
+        static page; the Explorer passes its `graph_open`). `provenance_open`: those the
+        provenance pane draws open (None: its first view's, `ProvenanceView.first_opened`).
 
         Diffs print the first `FIRST_VIEW` changed functions
         unless `all_functions`; the pane then offers a "show all" button."""
@@ -165,7 +197,9 @@ class PaneRenderer:
                                 lambda: self._graph(step, params, overlay, shown),
                                 f"the fused graph after {step.label}")
         if tab == "provenance":
-            return self._cached(("provenance", index), lambda: self._provenance(step),
+            shown = None if provenance_open is None else tuple(sorted(provenance_open))
+            return self._cached(("provenance", index, shown),
+                                lambda: self._provenance(step, shown),
                                 f"the provenance up to {step.label}")
         if tab == "buffers":
             bound = tuple(sorted((bounds or {}).items()))
@@ -370,18 +404,42 @@ class PaneRenderer:
 
         return provenance(self.trace)
 
-    def _provenance(self, step: Step) -> str:
+    def _provenance(self, step: Step, opened: Sequence[str] | None = None) -> str:
         """The input graph beside the fused graph after `step` (after FuseTIR when
         `step` is earlier), linked op <-> kernel, and the op table; every pass before
-        fusion shares one rendering."""
-        from passlab.analysis._provenance_view import fused_step, provenance_view
+        fusion shares one rendering. Both graphs are grouped by the model's node paths:
+        the groups in `opened` are drawn open (None: the first view's), each of the others
+        one box, so that a dense model's first layout is small and a group is laid out
+        when it is opened."""
+        drawing = self.provenance_drawing(step, opened)
+        view = self._cached(("provenance-view", drawing.view.step.index, drawing.opened),
+                            drawing.view_html, f"the provenance up to {drawing.view.step.label}")
+        return drawing.head + view
+
+    def provenance_drawing(self, step: Step, opened: Sequence[str] | None = None
+                           ) -> ProvenanceDrawing:
+        """What the provenance pane for `step` draws with the groups `opened` open (None:
+        the first view's), everything looked up: its `ProvenanceDrawing.html` lays it out
+        and touches no cache, so a report lays several out at once."""
+        from passlab.analysis._provenance_view import fused_step
 
         after, note = fused_step(self.trace, step)
-        view = self._cached(("provenance-view", after.index),
-                            lambda: provenance_view(self.trace, after, self.provenance
-                                                    ).to_html("plx-prov-box"),
-                            f"the provenance up to {after.label}")
-        return (_note(note) if note else "") + view
+        view = self.provenance_view(after)
+        shown = view.first_opened() if opened is None else tuple(sorted(opened))
+        return ProvenanceDrawing(_note(note) if note else "", view, shown)
+
+    def provenance_view(self, after: Step) -> Any:
+        """The provenance view of the fused graph after step `after` (cached: opening a
+        group redraws it, nothing else)."""
+        view = self._prov_views.get(after.index)
+        if view is None:
+            from passlab.analysis._provenance_view import provenance_view
+
+            view = self._prov_views[after.index] = provenance_view(self.trace, after,
+                                                                   self.provenance)
+            if len(self._prov_views) > 4:
+                self._prov_views.popitem(last=False)
+        return view
 
     def _profile(self) -> str:
         if self.profiler is not None:

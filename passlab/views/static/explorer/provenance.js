@@ -3,8 +3,13 @@
 // operators and op-table rows carry data-op and data-kernels (a JSON list), kernels carry
 // data-kernel, data-ops and data-node. Hover shows the links; a click on an operator pins
 // them; a click on a kernel opens it in the fused-graph pane (the `focus` trait).
+// Both graphs are grouped by the model's node paths, as the graph pane's: a closed group
+// is one box (data-group, with data-group-ops and data-group-kernels: what it holds, so
+// that it lights up with them); a click on it opens it in both graphs, a click on an open
+// group's frame closes it (the `provenance_open` trait; Python lays the group out then).
 
 import { h } from "./core.js";
+import { toggledGroups } from "./graph/groups.js";
 import { panZoom } from "./graph/interaction.js";
 
 function provList(text) {
@@ -16,14 +21,24 @@ function provHighlight(root, el) {
   for (const n of root.querySelectorAll(".passlab-prov-hl")) n.classList.remove("passlab-prov-hl");
   for (const box of root.querySelectorAll(".passlab-prov")) box.classList.toggle("passlab-prov-active", !!el);
   if (!el) return;
+  const isGroup = el.dataset.group !== undefined;
   const isKernel = el.dataset.kernel !== undefined;
-  const ops = isKernel ? provList(el.dataset.ops) : [el.dataset.op];
-  const kernels = isKernel ? [el.dataset.kernel] : provList(el.dataset.kernels);
+  const ops = isGroup ? provList(el.dataset.groupOps) : isKernel ? provList(el.dataset.ops) : [el.dataset.op];
+  const kernels = isGroup ? provList(el.dataset.groupKernels)
+    : isKernel ? [el.dataset.kernel] : provList(el.dataset.kernels);
   for (const n of root.querySelectorAll("[data-op]")) {
     if (ops.includes(n.dataset.op)) n.classList.add("passlab-prov-hl");
   }
   for (const n of root.querySelectorAll("[data-kernel]")) {
     if (kernels.includes(n.dataset.kernel)) n.classList.add("passlab-prov-hl");
+  }
+  // a closed group lights up with what it holds
+  const opSet = new Set(ops), kernelSet = new Set(kernels);
+  for (const n of root.querySelectorAll("[data-group]")) {
+    if (n === el || provList(n.dataset.groupOps).some((o) => opSet.has(o))
+        || provList(n.dataset.groupKernels).some((k) => kernelSet.has(k))) {
+      n.classList.add("passlab-prov-hl");
+    }
   }
 }
 
@@ -36,8 +51,9 @@ export function provenancePane(ctx, pane) {
   let pinned = null, shown = null;
   const show = (el) => { if (el !== shown) { shown = el; provHighlight(body, el); } };
   const linked = (ev) => (ev.target.closest ? ev.target.closest("[data-op], [data-kernel]") : null);
+  const hovered = (ev) => (ev.target.closest ? ev.target.closest("[data-op], [data-kernel], [data-group]") : null);
 
-  body.addEventListener("mouseover", (ev) => show(linked(ev) || pinned));
+  body.addEventListener("mouseover", (ev) => show(hovered(ev) || pinned));
   body.addEventListener("mouseleave", () => show(pinned));
   body.addEventListener("click", (ev) => {
     const el = linked(ev);
@@ -75,6 +91,16 @@ export function provenancePane(ctx, pane) {
     ev.target.dataset.shown = String(n);
   });
 
+  // a click on a closed group's box opens it, on an open group's frame closes it (in both
+  // graphs: the paths are the model's); the drawing says what it has open (data-open)
+  const toggle = (id) => {
+    const root = body.querySelector(".passlab-prov[data-open]");
+    const groups = toggledGroups(id, root ? provList(root.dataset.open) : []);
+    if (!groups) return;  // an operator or a kernel: the click handler above
+    ctx.busy();
+    send({ provenance_open: groups });
+  };
+
   // each picture in a pan/zoom viewport, as the fused-graph pane's (opened fitted to the
   // width at a readable scale; drag to pan, wheel to zoom)
   let zooms = [];
@@ -88,7 +114,7 @@ export function provenancePane(ctx, pane) {
       if (!svg) continue;
       box.classList.add("plx-prov-zoom");
       box.dataset.plxScroll = "pan";  // a pan/zoom viewport: the picture is larger by design
-      zooms.push(panZoom(box, svg, null, () => {}, () => {}));
+      zooms.push(panZoom(box, svg, null, toggle, () => {}));
     }
   };
   render();

@@ -2,7 +2,8 @@
 
 For each model (the built-in ones of ``passlab.models.NAMES``, and the large ones of
 ``benchmarks/large_models.py``: ``swin``, Hugging Face Swin-T with random weights, a trace
-of ~15,000-20,000 steps; ``llama7b``, the built-in transformer shaped like a 7B Llama):
+of ~15,000-20,000 steps; ``llama7b``, the built-in transformer shaped like a 7B Llama;
+``densenet121``, torchvision's DenseNet-121, the dense graph; the ONNX exports):
 build once (or load ``--cache``'s saved trace), then measure
 
 - ``open``: ``Explorer(trace)`` until its first pane is rendered (highlighted diff), the
@@ -13,12 +14,14 @@ build once (or load ``--cache``'s saved trace), then measure
   send, with the printing and pane caches cleared before each step: the worst step and
   the median;
 - ``graph``: the fused-graph pane after FuseTIR (layout by Graphviz when installed);
-- ``provenance``: ``passlab.provenance(trace)``;
+- ``provenance``: ``passlab.provenance(trace)``; ``pane``: switching an Explorer (FuseTIR
+  selected) to its Provenance tab until the pane is ready to send, with no layout made
+  before (the layout cache in memory and beside a loaded trace's file cleared);
 - ``report``: ``trace.write_report(path)`` written once with nothing printed or analysed
   before (:func:`_cold`), and its size.
 
-Targets: open <= 300 ms, first view <= 100 ms, provenance <= 0.5 s, report <= 3 s and
-<= 5 MB. Every figure is printed next to its target as a ratio (<= 1.00 meets it); the
+Targets: open <= 300 ms, first view <= 100 ms, provenance and its pane <= 0.5 s each,
+report <= 3 s and <= 5 MB. Every figure is printed next to its target as a ratio (<= 1.00 meets it); the
 script exits 1 when any is over. The printing and rendered-block caches are cleared before
 each figure (``passlab.analysis.ir_text.clear_caches``).
 
@@ -47,8 +50,8 @@ from passlab.analysis import ir_text  # noqa: E402
 from passlab.analysis.buffers import clear_cache as buffers_cache  # noqa: E402
 from passlab.views import explorer_panes  # noqa: E402
 
-TARGETS = {"open_ms": 300.0, "first_view_ms": 100.0, "provenance_s": 0.5, "report_s": 3.0,
-           "report_mb": 5.0}
+TARGETS = {"open_ms": 300.0, "first_view_ms": 100.0, "provenance_s": 0.5,
+           "prov_pane_s": 0.5, "report_s": 3.0, "report_mb": 5.0}
 
 
 def _ms(fn) -> float:
@@ -57,11 +60,15 @@ def _ms(fn) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _cold() -> None:
+def _cold(trace: passlab.Trace | None = None) -> None:
     """Forget everything printed or analysed: printing, rendered blocks, buffer reports,
-    provenance, and what the IR walks remember per object; then collect, so that a
+    provenance, what the IR walks remember per object, and every graph layout (in memory,
+    and beside ``trace``'s file when it was loaded from one); then collect, so that a
     cycle collection an earlier figure deferred (views defer theirs until their message
     is out) does not land in the next figure."""
+    import shutil
+
+    from passlab import _render
     from passlab._tvm import ir
     from passlab.analysis.provenance import clear_cache as provenance_cache
 
@@ -69,7 +76,36 @@ def _cold() -> None:
     buffers_cache()
     provenance_cache()
     ir.clear_caches()
+    if hasattr(_render, "LAYOUTS"):  # (absent before layouts were cached: a before/after run)
+        _render.LAYOUTS.clear()
+    file = (trace._meta.get("file") if trace is not None else None)  # noqa: SLF001
+    if file:
+        shutil.rmtree(f"{file}.layouts", ignore_errors=True)
     gc.collect()  # nor a collection that an earlier figure deferred
+
+
+def _provenance_pane(trace: passlab.Trace) -> float:
+    """Seconds from switching an Explorer to its Provenance tab (FuseTIR selected) until
+    the pane is rendered and ready to send, nothing laid out or analysed before."""
+    from passlab.views.explorer import Explorer
+
+    ex = Explorer(trace)
+    ex.selected = trace.find("FuseTIR").index
+    _cold(trace)
+    done: list[float] = []
+
+    def rendered(_change) -> None:
+        done.append(time.perf_counter())
+
+    ex.observe(rendered, "rendered")
+    start = time.perf_counter()
+    ex.tab = "provenance"
+    ex.unobserve(rendered, "rendered")
+    html = ex.provenance_html
+    ex.close()
+    if 'class="passlab-error"' in html:
+        raise RuntimeError(f"the provenance pane failed: {html[:300]}")
+    return done[0] - start
 
 
 def _first_view(ex, index: int) -> float:
@@ -119,17 +155,21 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
     graph_ms = float("nan")
     if "FuseTIR" in {s.name for s in trace}:
         renderer = explorer_panes.PaneRenderer(trace)
+        _cold(trace)  # laid out now, not taken from a cache
         graph_ms = _ms(lambda: renderer.pane("graph", trace.find("FuseTIR").index))
     from passlab.analysis.provenance import provenance
 
     try:
-        _cold()  # the graph pane above computed it
+        _cold(trace)  # the graph pane above computed it
         prov_s = _ms(lambda: provenance(trace)) / 1e3
     except Exception:  # noqa: BLE001 - a trace without an entry function
         prov_s = float("nan")
+    pane_s = float("nan")
+    if "FuseTIR" in {s.name for s in trace}:
+        pane_s = _provenance_pane(trace)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.html"
-        _cold()  # as `passlab report` on a loaded trace: nothing printed or analysed yet
+        _cold(trace)  # as `passlab report` on a loaded trace: nothing printed or analysed yet
         report_s = _ms(lambda: trace.write_report(path)) / 1e3
         report_mb = path.stat().st_size / 1e6
     worst = max(range(len(views)), key=views.__getitem__)
@@ -137,7 +177,7 @@ def measure(name: str, trace: passlab.Trace, repeat: int) -> dict:
                 open_ms=opens[0], open_warm_ms=statistics.median(opens[1:] or opens),
                 first_view_ms=views[worst],
                 first_view_median_ms=statistics.median(views), slowest=changed[worst].label,
-                graph_ms=graph_ms, provenance_s=prov_s, report_s=report_s,
+                graph_ms=graph_ms, provenance_s=prov_s, prov_pane_s=pane_s, report_s=report_s,
                 report_mb=report_mb)
 
 
@@ -153,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in args.models.split(",") if n]
     head = (f"{'model':20} {'steps':>6} {'open ms':>8} {'ratio':>6} {'warm':>6} {'view max':>9} "
             f"{'ratio':>6} "
-            f"{'median':>7} {'graph ms':>9} {'prov s':>7} {'ratio':>6} {'report s':>9} "
-            f"{'ratio':>6} {'MB':>6} {'ratio':>6}  slowest view")
+            f"{'median':>7} {'graph ms':>9} {'prov s':>7} {'ratio':>6} {'pane s':>7} "
+            f"{'ratio':>6} {'report s':>9} {'ratio':>6} {'MB':>6} {'ratio':>6}  slowest view")
     print(head)
     over = []
     for name in names:
@@ -165,9 +205,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['open_warm_ms']:6.0f} "
               f"{r['first_view_ms']:9.1f} {ratios['first_view_ms']:6.2f} "
               f"{r['first_view_median_ms']:7.1f} {r['graph_ms']:9.0f} {r['provenance_s']:7.2f} "
-              f"{ratios['provenance_s']:6.2f} {r['report_s']:9.2f} {ratios['report_s']:6.2f} "
+              f"{ratios['provenance_s']:6.2f} {r['prov_pane_s']:7.2f} "
+              f"{ratios['prov_pane_s']:6.2f} {r['report_s']:9.2f} {ratios['report_s']:6.2f} "
               f"{r['report_mb']:6.2f} {ratios['report_mb']:6.2f}  {r['slowest']}", flush=True)
-    print("targets: open <= 300 ms, first view <= 100 ms, provenance <= 0.5 s, report <= 3 s "
+    print("targets: open <= 300 ms, first view <= 100 ms, provenance <= 0.5 s (the analysis; "
+          "pane: the Explorer's Provenance tab, nothing laid out before), report <= 3 s "
           "and <= 5 MB (ratio = measured / target)")
     if over:
         print("over target: " + ", ".join(over))

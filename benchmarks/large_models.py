@@ -14,6 +14,10 @@ weights: nothing is downloaded.
 - ``onnx-mobilenetv2``: torchvision's MobileNetV2 exported with its weights as
   initializers, which ``passlab.load`` makes constants: FoldConstant then runs a TIR build
   for each folded weight, about 8,400 steps.
+- ``densenet121``: torchvision's DenseNet-121 (1x3x64x64, ``tests/corpus.py``'s), through
+  ``torch.export``: 155 steps, but every layer of a dense block reads all earlier outputs,
+  so its fused graph (250 kernels, 784 edges) is what an unbounded Graphviz layout cannot
+  draw in time.
 
 torchvision's architectures come from ``tests/corpus.py``'s loader (the wheel's compiled
 operators do not load against the CPU torch; see there), ONNX export needs the ``onnx``
@@ -30,7 +34,8 @@ from typing import Any
 
 import passlab
 
-NAMES = ("swin", "llama7b", "onnx-resnet18", "onnx-efficientnet", "onnx-mobilenetv2")
+NAMES = ("swin", "llama7b", "onnx-resnet18", "onnx-efficientnet", "onnx-mobilenetv2",
+         "densenet121")
 #: the ONNX models: torchvision architecture, and whether the file holds the weights
 _ONNX = {"onnx-resnet18": ("resnet", "resnet18", False),
          "onnx-efficientnet": ("efficientnet", "efficientnet_b0", False),
@@ -54,19 +59,32 @@ def llama7b() -> Any:
                                       ffn=11008, vocab=32000)
 
 
-def onnx(name: str) -> Any:
-    """ONNX model ``name`` (see :data:`_ONNX`) with random weights, as an IRModule."""
+def _corpus() -> Any:
     import sys
-    import tempfile
-    import warnings
-
-    import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     try:
         import corpus
     finally:
         sys.path.pop(0)
+    return corpus
+
+
+def densenet121() -> Any:
+    """tests/corpus.py's DenseNet-121 (random weights, 1x3x64x64), as an IRModule."""
+    corpus = _corpus()
+    module, example = corpus.MODELS["densenet121"].make()
+    return passlab.load(corpus._export(module, example, False))
+
+
+def onnx(name: str) -> Any:
+    """ONNX model ``name`` (see :data:`_ONNX`) with random weights, as an IRModule."""
+    import tempfile
+    import warnings
+
+    import torch
+
+    corpus = _corpus()
     module, make, params = _ONNX[name]
     torch.manual_seed(0)
     model = getattr(getattr(corpus.torchvision_models(), module), make)(weights=None).eval()
@@ -89,7 +107,8 @@ def trace(name: str, cache: str | Path | None = None) -> passlab.Trace:
     path = Path(cache) / f"{name}.trace.zip" if cache is not None else None
     if path is not None and path.exists():
         return passlab.load_trace(path)
-    model = swin() if name == "swin" else llama7b() if name == "llama7b" else onnx(name)
+    makers = {"swin": swin, "llama7b": llama7b, "densenet121": densenet121}
+    model = makers[name]() if name in makers else onnx(name)
     build = passlab.build(model)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,3 +54,22 @@ def test_llvm_group_and_diff_in_the_report(report, new_page, expect, width, dark
     toggle.click()
     expect(root.locator(".plx-row.llvm")).to_have_count(0)
     assert errors == []
+
+
+def test_kernel_panel_links_to_the_vectorizers(report, new_page, expect):
+    page = new_page(1400, 1000)
+    page.context.set_offline(True)
+    page.goto(report.resolve().as_uri())
+    page.wait_for_selector("#plx-root[data-ready]")
+    root = page.locator("#plx-root .plx")
+    root.locator(".plx-search").fill("FuseTIR")
+    root.locator(".plx-row", has=page.locator(".plx-label", has_text="FuseTIR")).click()
+    root.locator("button", has_text="Fused graph").click()
+    page.locator("svg g.node", has_text="fused_matmul_add_relu").first.click()
+    facts = root.locator(".plx-kernel-llvm")
+    expect(facts).to_contain_text("LLVM: vectorized by LoopVectorize and SLPVectorizer; "
+                                  "widest <4 x float>, 441 vector types")
+    facts.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "llvm-kernel-panel.png"))
+    facts.locator("a", has_text="LoopVectorizePass").click()
+    expect(root.locator(".passlab-explain")).to_contain_text("LoopVectorizePass changed")

@@ -388,12 +388,15 @@ class DumpReader:
 
 # --------------------------------------------------------------------- descriptor 2
 @contextlib.contextmanager
-def _fd2_to(consume: Callable[[bytes], None]) -> Iterator[Callable[[bytes], None]]:
+def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
+            make: Callable[[Callable[[bytes], None]], Callable[[bytes], None]] | None = None
+            ) -> Iterator[Callable[[bytes], None]]:
     """Inside the block, everything written to file descriptor 2 (C++ writes there,
     below `sys.stderr`) goes to `consume` in a reader thread, as it comes; the block
     gets a function that writes to the descriptor's previous target (the real stderr, or
-    the pipe of an enclosing capture). Where descriptor 2 cannot be redirected, nothing is
-    captured and the writer writes to stderr."""
+    the pipe of an enclosing capture). `make(write_back)` instead gives the consumer that
+    function before anything is read. Where descriptor 2 cannot be redirected, nothing is
+    captured and the writer drops what it is given."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -401,13 +404,17 @@ def _fd2_to(consume: Callable[[bytes], None]) -> Iterator[Callable[[bytes], None
         yield lambda data: None
         return
     read_end, write_end = os.pipe()
+    done = threading.Event()  # the block is over: descriptor 2 is the previous target again
 
     def write_back(data: bytes) -> None:
         try:
-            os.write(saved, data)
+            os.write(2 if done.is_set() else saved, data)
         except OSError:
             pass
 
+    if make is not None:
+        consume = make(write_back)
+    assert consume is not None
     failed: list[BaseException] = []
 
     def pump() -> None:
@@ -444,6 +451,7 @@ def _fd2_to(consume: Callable[[bytes], None]) -> Iterator[Callable[[bytes], None
         reader.join()
         if fault:
             faulthandler.enable(file=sys.__stderr__ or 2)
+        done.set()
         os.close(saved)
         os.close(read_end)
     if failed:
@@ -466,15 +474,18 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
     target = codegen_target(tgt, [*options, *PRINT_OPTIONS])
     whole = ir.IRModule({}, attrs=host_mod.attrs)  # as tvm.tirx.build's tir_to_runtime
     whole.update(host_mod)
-    holder: list[DumpReader] = []
+    readers: list[DumpReader] = []
+
+    def make(write_back: Callable[[bytes], None]) -> Callable[[bytes], None]:
+        readers.append(DumpReader(write_back, on_dump))
+        return readers[0].feed
+
     # TVM's benign log lines are the build's, said once already: sorted away again
-    with sorted_stderr(), _fd2_to(lambda chunk: holder[0].feed(chunk)) as write_back:
-        holder.append(DumpReader(write_back, on_dump))
+    with sorted_stderr(), _fd2_to(make=make):
         lib = codegen_build(whole, target)
         del lib
-    reader = holder[0]
-    reader.close()
-    return reader
+    readers[0].close()
+    return readers[0]
 
 
 def only_functions(mod: Any, keep: Callable[[str], bool]) -> Any:

@@ -29,7 +29,7 @@ def binder_modules() -> set[str]:
     for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
         if line.startswith("-e ."):
-            found |= {"tvm", "numpy", "pandas", "graphviz"}  # passlab's own dependencies
+            found |= {"tvm", "numpy", "pandas"}  # passlab's own dependencies
             extras = re.search(r"\[(.*)\]", line)
             for extra in extras.group(1).split(",") if extras else ():
                 found |= PROVIDES.get(extra.strip(), set())

@@ -404,6 +404,12 @@ def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
         yield lambda data: None
         return
     read_end, write_end = os.pipe()
+    try:  # a larger pipe: LLVM writes in small pieces, the reader takes them in large ones
+        import fcntl
+
+        fcntl.fcntl(write_end, 1031, 1 << 20)  # F_SETPIPE_SZ (Linux)
+    except (ImportError, OSError):
+        pass
     done = threading.Event()  # the block is over: descriptor 2 is the previous target again
 
     def write_back(data: bytes) -> None:
@@ -420,7 +426,7 @@ def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
     def pump() -> None:
         while True:
             try:
-                chunk = os.read(read_end, 1 << 16)
+                chunk = os.read(read_end, 1 << 20)
             except OSError:
                 break
             if not chunk:

@@ -205,8 +205,10 @@ class FusedGraph(NamedSequence[Node], _render.Displayable):
 
     def to_svg(self, overlay: str = "none", opened: Collection[str] = (),
                profile: Any = None) -> str:
-        """Lay the graph out as SVG with Graphviz's `dot` or the pip-installable
-        `graphviz-pure` (`RuntimeError` naming what to install when neither exists)."""
+        """Lay the graph out as SVG (the `<svg>` element) with Graphviz's `dot` or the
+        pip-installable `graphviz-pure` (`RuntimeError` naming what to install when
+        neither exists). A drawing is laid out once per process: the same graph drawn the
+        same way again, here, in the Explorer or in a report, takes that layout."""
         return _render.dot_to_svg(self.to_dot(overlay, opened, profile=profile))
 
     def to_text(self) -> str:

@@ -280,3 +280,77 @@ def run_all(page, expect) -> None:
         "Python 3 (ipykernel) | Idle")
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+#: The layout rule of every pane (issue 34), checked in the page on the widget's root:
+#: `wide` lists the boxes whose content is wider than the box (scrollWidth > clientWidth)
+#: that are no declared scroller (`data-plx-scroll`: a box that scrolls sideways by
+#: design, or a pan/zoom viewport) and no cut text with its whole value on hover
+#: (text-overflow: ellipsis and a title); what lies inside a declared scroller scrolls
+#: with it. `sticky` lists the sticky or fixed elements that overlap a control, `covered`
+#: the controls in sight (in the window and in every scroll box around them) whose middle
+#: is painted over by something else. Each entry names the pane, the element and why.
+LAYOUT_JS = """(root) => {
+  const shown = (el) => el.getClientRects().length > 0
+    && getComputedStyle(el).visibility !== "hidden";
+  const name = (el) => {
+    const pane = el.closest("[data-pane]");
+    const cls = typeof el.className === "string" && el.className.trim()
+      ? "." + el.className.trim().split(/\\s+/).join(".") : "";
+    const text = (el.textContent || el.value || "").trim().replace(/\\s+/g, " ").slice(0, 40);
+    return `${pane ? pane.dataset.pane + ": " : ""}${el.tagName.toLowerCase()}${cls} "${text}"`;
+  };
+  const out = { wide: [], sticky: [], covered: [] };
+  for (const el of root.querySelectorAll("*")) {
+    if (el instanceof SVGElement || !shown(el)) continue;
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const style = getComputedStyle(el);
+    if (style.display === "inline" || style.display === "contents") continue;
+    const scroller = el.closest("[data-plx-scroll]");
+    if (scroller && scroller !== el) continue;  // scrolls with its declared box
+    if (scroller === el && (["auto", "scroll"].includes(style.overflowX)
+                            || el.dataset.plxScroll === "pan")) continue;
+    if (el.title && style.textOverflow === "ellipsis") continue;  // whole on hover
+    out.wide.push(`${name(el)}: content ${el.scrollWidth} px in a box of ${el.clientWidth} px`);
+  }
+  const controls = [...root.querySelectorAll(
+    "button, select, input, a[href], summary, label, [role=tab], [tabindex='0']")]
+    .filter((el) => shown(el) && getComputedStyle(el).pointerEvents !== "none");
+  const sticky = [...root.querySelectorAll("*")].filter((el) => shown(el)
+    && ["sticky", "fixed"].includes(getComputedStyle(el).position));
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  for (const s of sticky) {
+    for (const c of controls) {
+      if (!s.contains(c) && !c.contains(s) && overlap(s.getBoundingClientRect(), c.getBoundingClientRect())) {
+        out.sticky.push(`${name(s)} (${getComputedStyle(s).position}) overlaps ${name(c)}`);
+      }
+    }
+  }
+  // the part of an element in sight: the window, clipped by each scroll box around it
+  const inSight = (el) => {
+    let r = el.getBoundingClientRect();
+    let box = { left: Math.max(r.left, 0), top: Math.max(r.top, 0),
+                right: Math.min(r.right, innerWidth), bottom: Math.min(r.bottom, innerHeight) };
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const st = getComputedStyle(p);
+      if (st.overflowX === "visible" && st.overflowY === "visible") continue;
+      const q = p.getBoundingClientRect();
+      box = { left: Math.max(box.left, q.left), top: Math.max(box.top, q.top),
+              right: Math.min(box.right, q.right), bottom: Math.min(box.bottom, q.bottom) };
+    }
+    return box.right - box.left > 2 && box.bottom - box.top > 2 ? box : null;
+  };
+  for (const c of controls) {
+    const r = c.getBoundingClientRect();
+    if (r.width <= 2 || r.height <= 2) continue;  // a visually hidden checkbox
+    const box = inSight(c);
+    if (!box) continue;
+    const x = (box.left + box.right) / 2, y = (box.top + box.bottom) / 2;
+    const hit = document.elementFromPoint(x, y);
+    if (hit && hit !== c && !c.contains(hit) && !(hit.closest && hit.closest("label") === c)) {
+      out.covered.push(`${name(c)} is under ${name(hit)}`);
+    }
+  }
+  return out;
+}"""

@@ -162,14 +162,16 @@ def test_report_diff_layout_toggle_and_folds(tmp_path, mlp_build, page, expect):
     rep.locator(".plx-row", has=page.locator(".plx-label", has_text=re.compile(
         r"^FuseOps$"))).click()
     box = rep.locator(".plx-pane-diff")
-    expect(box.locator("table.pl-sbs")).to_have_count(3)
+    # the report opens unified, as the Explorer does (made in the page from the kept
+    # side-by-side layout)
+    expect(box.locator("table.pl-unified")).to_have_count(3)
     modes = rep.locator("select.plx-mode")
-    expect(modes).to_have_value("side-by-side")
+    expect(modes).to_have_value("unified")
     fold = box.locator('details[data-fn="forward"] tr.pl-fold-head')
     expect(fold).to_have_text("\u22ef 3 unchanged lines")
-    modes.select_option("unified")
-    expect(box.locator("table.pl-unified")).to_have_count(3)
-    expect(box.locator("table.pl-sbs")).to_have_count(0)
+    modes.select_option("side-by-side")
+    expect(box.locator("table.pl-sbs")).to_have_count(3)
+    expect(box.locator("table.pl-unified")).to_have_count(0)
     folded = box.locator('details[data-fn="forward"] tr.pl-folded')
     expect(folded.nth(0)).to_be_hidden()
     fold.locator("label").click()
@@ -178,6 +180,6 @@ def test_report_diff_layout_toggle_and_folds(tmp_path, mlp_build, page, expect):
     rep.locator(".plx-list").press("k")
     expect(rep.locator(".plx-row.selected .plx-label")).to_have_text("FoldConstant")
     rep.locator(".plx-list").press("k")  # AnnotateTIROpPattern: a diff again
-    expect(box.locator("table.pl-unified").first).to_be_visible()
-    expect(modes).to_have_value("unified")
+    expect(box.locator("table.pl-sbs").first).to_be_visible()
+    expect(modes).to_have_value("side-by-side")
     assert page.errors == []

@@ -44,7 +44,9 @@ def _shots(page, theme: str, width: int, expect) -> None:
     widget.screenshot(path=str(SHOTS / f"real-graph-{theme}-{width}.png"))
     # the kernel panel: the compute function first (not the packed-API wrapper), and it
     # can take the whole pane
-    graph.locator("svg g.node", has=page.locator("title", has_text="lv")).first.click()
+    # (dispatched: the node may lie outside the pan/zoom viewport's part in sight)
+    graph.locator("svg g.node", has=page.locator("title", has_text="lv")).first.dispatch_event(
+        "click")
     code = graph.locator(".plx-code-text")
     expect(code).to_contain_text("@fused_conv2d_add_compute_(")
     first = code.inner_text().splitlines()[0]

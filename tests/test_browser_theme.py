@@ -355,8 +355,9 @@ def test_dark_theme_narrow_width_and_keys(tmp_path, lab, page, mlp_build, expect
     widths = page.evaluate("""() => [...document.querySelectorAll('.plx .plx-row .plx-label')]
         .slice(0, 20).map((l) => l.getBoundingClientRect().width)""")
     assert min(widths) >= 70, widths  # 7em of 12px text: "FuseOps", "LegalizeOps" whole
+    # the row's tooltip: the whole name, then its number, step, stage and changes in words
     expect(widget.locator(".plx-row", has_text="FuseOps").first).to_have_attribute(
-        "title", re.compile(r"^FuseOps \("))
+        "title", re.compile(r"^FuseOps\n#5 in the pipeline; step 10 of the trace\n"))
 
     # ---- 800 px, file browser closed: the list stacks above the panes, nothing
     # overflows sideways

@@ -100,7 +100,7 @@ def _structure(text: str) -> list[str]:
     assert parsed.stack == []
     assert set(parsed.tags) <= {"div", "style", "details", "summary", "span", "code", "table",
                                 "tr", "td", "b", "br", "tbody", "label", "input", "colgroup",
-                                "col"}
+                                "col", "wbr"}
     return parsed.tags
 
 

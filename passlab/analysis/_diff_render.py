@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from passlab._render import breakable
 from passlab._tvm import ir_types as _ir_types
 from passlab.analysis import _diff_layout as _layout
 from passlab.analysis._diff_layout import bound_var
@@ -80,7 +81,8 @@ CSS = """
 .passlab-diff .pl-del .pl-hl { background: rgba(248,81,73,0.45); border-radius: 2px; }
 /* a changed fragment is in the text colour: token colours fall under 4.5:1 on its tint */
 .passlab-diff table.pl-t .pl-hl, .passlab-diff table.pl-t .pl-hl span { color: inherit; }
-.passlab-diff .pl-note { padding: 4px 8px; font-style: italic; color: var(--pl-dim); }
+.passlab-diff .pl-note { padding: 4px 8px; font-style: italic; color: var(--pl-dim);
+  overflow-wrap: anywhere; }  /* prose naming long functions: never wider than the pane */
 /* folds: unchanged lines no hunk shows, and the parameters of a long unchanged signature;
    a (visually hidden, focusable) checkbox opens them, so the HTML needs no script */
 .passlab-diff table.pl-t tr.pl-fold-head > td { background: rgba(128,128,128,0.10);
@@ -624,9 +626,10 @@ def html_block(fd: Any, mode: str, max_lines: int, highlight: bool = True,
 
 
 def _html_block(fd: Any, mode: str, max_lines: int, highlight: bool, anchor: str) -> str:
-    name, status = html.escape(fd.name), html.escape(fd.status)
+    # a long name wraps at its . and _ (<wbr>) in a narrow pane
+    name, status = breakable(fd.name), html.escape(fd.status)
     if fd.status == "renamed":
-        name = f"{html.escape(fd.old_name)} → {name}"
+        name = f"{breakable(fd.old_name)} → {name}"
     head = (f'<summary><span class="pl-status">{html.escape(status_text(fd))}</span> '
             f'<code>{name}</code> <span class="pl-kind">{html.escape(fd.kind)}</span>'
             f'{_summary_counts(fd)}</summary>')

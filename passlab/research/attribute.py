@@ -179,7 +179,10 @@ class Attribution(NamedSequence[PassEffect], Displayable):
         return self.summary() + "\n" + _render.text_table(self._HEADER, self._cells())
 
     def to_html(self) -> str:
-        return _render.html_table(self._HEADER, self._cells(), caption=self.summary())
+        # the pass names and the kernels each moved most wrap at their token
+        # boundaries: the table fits a notebook's output, not wider than it
+        return _render.html_table(self._HEADER, self._cells(), caption=self.summary(),
+                                  wrap=(0, len(self._HEADER) - 1))
 
     def to_dataframe(self) -> Any:
         """One row per pass with the `COLUMNS` (pandas)."""

@@ -34,7 +34,8 @@ __all__ = ["write_report", "render_report"]
 #: The page's front end (the Explorer's, over a static model) and its styles.
 JS_ENTRY = ("report/main.js",)
 CSS_PARTS = ("explorer/base.css", "explorer/graph.css", "explorer/ir.css",
-             "explorer/provenance.css", "explorer/edit.css", "report/page.css")
+             "explorer/provenance.css", "explorer/edit.css", "explorer/profile.css",
+             "report/page.css")
 
 #: Changed functions printed per pass diff in a report; the others are named. TIR passes
 #: late in a build touch every kernel, and printing is most of a report's cost: a cap keeps

@@ -57,25 +57,39 @@ export function boxTables(root) {
   }
 }
 
-// More places where a line of code may wrap: after each "(", "[" and "," of the text
-// of `cells` (a <wbr>, which copies as nothing and leaves every text offset as it was),
-// so that a call wider than a narrow column wraps between its arguments, not inside a
-// name. Markup from passlab is walked as text nodes: no text becomes markup.
-const SOFT = /[([,](?=\S)/g, SOFT_ONE = /[([,](?=\S)/;
+// More places where a line of code may wrap, so that a call wider than a narrow column
+// wraps between its arguments, not inside a name: after each "(", "[" and ",", and inside
+// a long name (20 characters or more: "cls.fused_reshape_cast_reshape1") after its "." and
+// "_" (6 characters or more from either end). The places are found in each cell's whole
+// text (highlighting splits it into many text nodes); a <wbr> copies as nothing and
+// leaves every text offset as it was, and no text becomes markup.
 export function softBreaks(cells) {
   for (const cell of cells) {
+    const text = cell.textContent;
+    const at = new Set();
+    for (const m of text.matchAll(/[([,](?=\S)/g)) at.add(m.index + 1);
+    for (const m of text.matchAll(/[\w.]{20,}/g)) {
+      for (let k = 6; k < m[0].length - 6; k++) if ("._".includes(m[0][k])) at.add(m.index + k + 1);
+    }
+    if (!at.size) continue;
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     const nodes = [];
-    for (let n = walker.nextNode(); n; n = walker.nextNode()) if (SOFT_ONE.test(n.data)) nodes.push(n);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+    let start = 0;
     for (const node of nodes) {
-      const frag = document.createDocumentFragment();
-      let pos = 0;
-      for (const m of node.data.matchAll(SOFT)) {
-        frag.append(node.data.slice(pos, m.index + 1), h("wbr"));
-        pos = m.index + 1;
+      const end = start + node.data.length;
+      const cuts = [...at].filter((p) => p > start && p <= end).sort((a, b) => a - b);
+      if (cuts.length) {
+        const frag = document.createDocumentFragment();
+        let pos = start;
+        for (const p of cuts) {
+          frag.append(node.data.slice(pos - start, p - start), h("wbr"));
+          pos = p;
+        }
+        if (pos < end) frag.append(node.data.slice(pos - start));
+        node.replaceWith(frag);
       }
-      frag.append(node.data.slice(pos));
-      node.replaceWith(frag);
+      start = end;
     }
   }
 }

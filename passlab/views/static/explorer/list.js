@@ -76,7 +76,7 @@ export function passList(ctx) {
   const toolbar = h("div", { class: "plx-toolbar" }, search, stageSel,
     h("label", {}, changedBox, document.createTextNode(" changed only")),
     h("label", {}, innerBox, document.createTextNode(" inner passes")), count);
-  const head = h("div", { class: "plx-row plx-list-head", "aria-hidden": "true" },
+  const head = h("div", { class: "plx-list-head", "aria-hidden": "true" },
     ...COLUMNS.map(([cls, text, title]) => h("span", { class: cls, text, title })));
   const list = h("div", { class: "plx-list", tabindex: "0", role: "listbox",
                           "aria-label": "passes", "data-lm-suppress-shortcuts": "true" });

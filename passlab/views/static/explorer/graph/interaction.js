@@ -41,7 +41,7 @@ export function panZoom(view, svg, state, onClickNode, onChange) {
       const first = svg.querySelector("g.node");
       const cx = first ? centreOf(first)[0] : 0;
       k = Math.max(READABLE, Math.min(1, kw));
-      y = h * k < vh ? (vh - h * k) / 2 : 4;  // a wide, flat drawing: centred top to bottom
+      y = 4;  // from the top (a kernel panel opening below keeps it in sight)
       x = w * k <= vw ? (vw - w * k) / 2 : 4;
       if (w * k > vw && first) {  // centre the top of the graph, not its left margin
         x = Math.min(4, Math.max(vw - w * k - 4, vw / 2 - cx * k));

@@ -15,6 +15,11 @@ function codeLines(box, { html = "", text = "" }) {
   } else if (text) {
     for (const line of text.split("\n")) box.append(h("div", { class: "plx-code-line", text: line }));
   }
+  // a wrapped line's rest indented under its code, 4 characters in (CSS: 4 at least)
+  for (const line of box.children) {
+    const lead = /^ */.exec(line.textContent)[0].length;
+    if (lead) line.style.setProperty("--plx-lead", `${lead + 4}ch`);
+  }
   softBreaks(box.children);
 }
 

@@ -60,6 +60,7 @@ export function graphPane(ctx, pane) {
       if (isOtherCluster(id)) return;
       for (const n of graphView.querySelectorAll(".plx-picked")) n.classList.remove("plx-picked");
       if (elNode) elNode.classList.add("plx-picked");
+      if (id === model.get("node")) { kernel.render(); return; }  // shown already: no answer comes
       kernel.lookingUp(id);
       send({ node: id });
     };

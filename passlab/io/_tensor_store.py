@@ -5,17 +5,18 @@ repeated value stored once, or tensors left out.
 the content of old ones: FoldConstant's tensors (a model's weights appear again in every
 snapshot that rebuilt them), and above all the TIR passes, which rebuild each kernel's
 loops, indices, types and argument checks as new objects equal to the old ones.
-DenseNet-121's whole build wrote 965,000 nodes, 60% of them copies of an earlier node
+DenseNet-121's whole build wrote 965,000 nodes, 57% of them copies of an earlier node
 (its `ir.IntImm`, `ffi.Array`, `ir.StringType`, `ir.Range`, `tirx.For`...).
 `stored_graph` rewrites the JSON graph so that each such content is one node, as
 hash-consing does: a node whose type and data (its children already merged) equal an
-earlier node's becomes a reference to that node (then 405,000 nodes and 3.1 of 6.4
+earlier node's becomes a reference to that node (then 417,500 nodes and 3.15 of 6.4
 million JSON values; loading takes 5 s instead of 14-22 s and half the memory). What has
 an identity of its own is never merged (`_shared`): variables (TIR variables and
-buffers, Relax variables, global functions), loop iterators, modules, Relax constants
-(the printer numbers them by identity, `metadata["ir.GenericConst"][k]`, and a
-reproducer gives each its own values) and strings the printer cannot write inline (also
-numbered by identity). Every loaded module is structurally equal to the saved one and
+buffers, Relax variables, global functions), loop iterators, modules, Relax expressions
+(Relax passes key their analyses by expression: two allocations of one shape stay two),
+Relax constants (the printer numbers them by identity, `metadata["ir.GenericConst"][k]`,
+and a reproducer gives each its own values) and strings the printer cannot write inline
+(also numbered by identity). Every loaded module is structurally equal to the saved one and
 prints the same text.
 
 With `weights=False` each tensor is replaced by an empty one of the same data type (its
@@ -40,8 +41,13 @@ EMPTY_SHAPE = (0,)
 _CONTAINERS = frozenset({"ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict"})
 #: Object types never merged with an equal one: their identity is part of their meaning
 #: (any type whose key ends in "Var" is one too: TIR variables and buffers, Relax
-#: variables, global functions).
-_IDENTITY = frozenset({"ir.IRModule", "tirx.IterVar", "ir.GenericConst"})
+#: variables, global functions; and every Relax expression, `relax.expr.*` and the Relax
+#: calls of `ir.Call`: Relax passes key their analyses by expression, so two allocations
+#: of one shape must stay two objects).
+_IDENTITY = frozenset({"ir.IRModule", "tirx.IterVar", "ir.GenericConst", "ir.Tuple",
+                       "ir.TupleGetItem"})
+#: The operators of TIR calls (`ir.Call` is also Relax's call): only those are merged.
+_TIR_OPS = ("tirx.", "prim.", "tir.")
 #: Strings TVM's printer writes inline (printable ASCII without quotes or backslashes);
 #: it moves the others into ``metadata``, numbered by object identity.
 _INLINE = re.compile(r"[ !#-\[\]-~]*").fullmatch
@@ -67,7 +73,7 @@ def _plan(key: str, data: Any) -> tuple[str, ...] | str:
 
 
 def _shared(key: str) -> bool:
-    return key not in _IDENTITY and not key.endswith("Var")
+    return key not in _IDENTITY and not key.endswith("Var") and not key.startswith("relax.expr.")
 
 
 def stored_graph(graph: dict[str, Any], weights: bool) -> tuple[dict[str, Any], dict[str, int]]:
@@ -106,6 +112,10 @@ def stored_graph(graph: dict[str, Any], weights: bool) -> tuple[dict[str, Any], 
             content = tuple(data.items())
             if key == "ir.StringImm" and not _INLINE(str(kept[data["value"]].get("data"))):
                 content = None
+            elif key == "ir.Call":  # a TIR call (of a tirx./prim. operator), not Relax's
+                op = kept[data["op"]] if isinstance(data.get("op"), int) else {}
+                if op.get("type") != "ir.Op" or not str(op.get("data")).startswith(_TIR_OPS):
+                    content = None
         at = len(kept)
         if content is not None and _shared(key):
             try:

@@ -464,7 +464,7 @@ def _load(path: Path) -> Trace:
             return TraceFileError(
                 f"{path}: the process ran out of memory while TVM read the trace's IR "
                 f"({why}); a trace within passlab.io.validate's limits loads in about 1 GiB "
-                "plus a few times its tensor data: free memory, or raise the process's limit")
+                "plus five times its tensor data: free memory, or raise the process's limit")
         return TraceFileError(
             f"{path}: apache-tvm {_tvm.versions().get('apache-tvm')} could not read the IR "
             f"saved with apache-tvm {saved_with!s:.40} ({why}); load the trace with the TVM "

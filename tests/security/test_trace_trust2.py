@@ -522,7 +522,7 @@ def test_save_refuses_a_trace_that_would_not_load(mlp_build, tmp_path, monkeypat
         mlp_build.trace.save(target)
     assert str(err.value) == (
         f"trace.save({str(target)!r}) refused: the file would not load back (ir.json has "
-        "3,748 nodes; at most 100 are read); nothing was written. No part of it fits: its "
+        "3,890 nodes; at most 100 are read); nothing was written. No part of it fits: its "
         "first step alone breaks the limit")
     assert not target.exists() and list(tmp_path.iterdir()) == []
 

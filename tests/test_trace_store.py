@@ -86,6 +86,21 @@ def test_a_loaded_trace_prints_as_the_recorded_one(tmp_path):
                 assert passlab.diff(r).to_text() == passlab.diff(s).to_text(), s.label
 
 
+def test_a_pass_re_run_on_a_loaded_module_gives_what_it_gave(resnet_build, tmp_path):
+    # Relax passes key their analyses by expression (allocations by their call): what
+    # they read must keep its identities, so that a rerun or reproducer of a loaded trace
+    # makes what the build made
+    import tvm_ffi
+    from tvm import relax
+
+    loaded = load_trace(resnet_build.trace.save(tmp_path / "r.zip", weights=False))
+    for name in ("CallTIRRewrite", "StaticPlanBlockMemory", "LowerAllocTensor",
+                 "KillAfterLastUse"):
+        step = loaded.find(name)
+        again = getattr(relax.transform, name)()(step.before)
+        assert tvm_ffi.structural_equal(again, step.after, True, True), name
+
+
 # ---------------------------------------------------------------- save advice
 _MEASURES = {
     "MAX_IR_NODES": lambda m: len(json.loads(m["ir.json"])["nodes"]),

@@ -703,7 +703,8 @@ def _per_run_kernels(runs: list[Any], skel_runs: list[Any], names: dict[str, str
     never below 0), and the run's hook-free kernel sum; the per-call floor comes from
     the skeleton's runs (the same call, its kernel empty). Linear in the calls of one
     run: the floors are summed per kernel once for every run of the same call sequence."""
-    per_run, totals = [], []
+    per_run: list[dict[str, float]] = []
+    totals: list[float] = []
     if not runs:
         return per_run, totals
 

@@ -687,3 +687,11 @@ def test_a_failed_recording_keeps_the_build(monkeypatch):
     assert b.trace.llvm_summary is None and len(b.trace.llvm_steps()) == 0
     assert b.trace.notes[-1] == "LLVM's passes were not recorded: RuntimeError: LLVM said no"
     assert b.run().shape == (4, 8)
+
+
+def test_an_llvm_step_has_no_reproducer_and_says_why(llvm_build):
+    step = llvm_build.trace.find("LoopVectorizePass")
+    with pytest.raises(ValueError, match="LoopVectorizePass is one of LLVM's own passes, run "
+                                         "inside TVM's LLVM code generator: TVM cannot run it "
+                                         "alone"):
+        passlab.reproducer(step)

@@ -287,6 +287,12 @@ def reproducer(what: Any, trace: Any = None, *, module: str = "auto",
     if not hasattr(what, "before") or not hasattr(what, "origin"):
         raise TypeError(f"reproducer() takes a Step, Trace or BuildError, not "
                         f"{type(what).__name__}")
+    if getattr(what, "llvm", None) is not None:
+        raise ValueError(
+            f"{what.label} is one of LLVM's own passes, run inside TVM's LLVM code generator: "
+            "TVM cannot run it alone. step.llvm holds the LLVM IR of each function it changed, "
+            "before and after (passlab.diff(step)); passlab.build(model, llvm_passes=True) "
+            "records the code generator's passes again")
     if trace is None:
         trace = getattr(what, "owner", None)
     return _step_reproducer(what, trace, module, trust_pass_code)

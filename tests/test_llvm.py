@@ -293,8 +293,13 @@ def test_one_kernels_llvm_passes_compiled_alone(llvm_build):
         return [n for n, _ in steps], re.sub(r"!\d+", "!N", steps[-1][1])
 
     assert compute(mine.trace) == compute(llvm_build.trace)
-    with pytest.raises(KeyError, match="unknown kernel 'fused_matmul'; did you mean"):
+    with pytest.raises(KeyError, match="unknown kernel 'fused_matmul'; did you mean") as err:
         passlab.build(passlab.models.mlp(), llvm_passes=["fused_matmul"])
+    assert err.value.trace.code.kernels == mine.trace.code.kernels  # the build is kept
+    with pytest.warns(RuntimeWarning, match="LLVM's passes were not recorded: ValueError: "
+                                            "this trace does not hold the host_finalize"):
+        named = passlab.build(passlab.models.mlp(), tir_pipeline="default", llvm_passes=True)
+    assert named.trace.llvm_summary is None and named.run().shape == (4, 8)
     with pytest.raises(TypeError, match="llvm_passes is True, False, a kernel's name"):
         passlab.build(passlab.models.mlp(), llvm_passes=3)
 

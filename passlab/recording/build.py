@@ -28,6 +28,7 @@ from passlab.errors import (
     BuildError,
     CheckError,
     DeviceUnavailableError,
+    UnknownNameError,
     UserPassError,
     first_line,
 )
@@ -251,10 +252,8 @@ def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
     try:
         return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
                                kernels if isinstance(kernels, tuple) else ())
-    except KeyboardInterrupt as exc:  # Ctrl-C while LLVM prints: the build is kept
-        exc.trace = trace  # type: ignore[attr-defined]
-        raise
-    except (ValueError, KeyError):  # a bad kernel name, a trace without its host module
+    except (KeyboardInterrupt, UnknownNameError) as exc:  # Ctrl-C, a misspelt kernel:
+        exc.trace = trace  # type: ignore[union-attr]  # the build is kept on the error
         raise
     except Exception as exc:  # noqa: BLE001 - the build succeeded: it is not lost
         why = f"LLVM's passes were not recorded: {type(exc).__name__}: {first_line(exc)}"

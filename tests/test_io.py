@@ -309,3 +309,19 @@ def test_a_cuda_trace_round_trips(tmp_path):
     assert [s.name for s in loaded] == [s.name for s in built.trace]
     assert loaded.find("FuseTIR").changed == built.trace.find("FuseTIR").changed
     assert any("not well formed by TVM's check" in w for w in loaded.warnings)
+
+
+def test_save_and_load_draw_a_bar_of_their_phases_only_when_asked(mlp_build, tmp_path, capsys):
+    path = mlp_build.trace.save(tmp_path / "quiet.trace.zip")
+    passlab.load_trace(path)
+    assert capsys.readouterr().err == ""  # the default: no bar on a stderr that is no terminal
+    path = mlp_build.trace.save(tmp_path / "shown.trace.zip", progress=True)
+    save = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert save.startswith("save trace: 100%") and " 3/3 [" in save
+    assert save.endswith(f"shown.trace.zip, {path.stat().st_size / 1e6:.1f} MB]"), save
+    trace = passlab.load_trace(path, progress=True)
+    load = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert load.startswith("load trace: 100%") and " 5/5 [" in load
+    assert load.endswith(f"{len(trace)} steps]"), load
+    passlab.load_trace(path, progress=False)
+    assert capsys.readouterr().err == ""

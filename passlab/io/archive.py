@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from passlab import _tvm
+from passlab._progress import Bar, ProgressArg, bar
 from passlab._render import no_cycle_collection
 from passlab._tvm.tir import TIR_STAGES
 from passlab.errors import TraceFileError
@@ -157,7 +158,8 @@ def _step_record(s: Step, mods: _Modules) -> dict[str, Any]:
     return rec
 
 
-def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -> Path:
+def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True,
+               progress: ProgressArg = None) -> Path:
     """Write `trace` to `path` (a zip archive; see `passlab.io`).
 
     Every snapshot, the step metadata, the failure, target, versions, warnings and the
@@ -166,7 +168,8 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     tensor of its data type (its shape stays in the constant's type). The file is checked
     against `load_trace`'s limits before it takes `path`'s place (it is compressed
     meanwhile, in a thread): a trace that would break one raises `TraceFileError`
-    naming it, and nothing is written.
+    naming it, and nothing is written. `progress`: a bar of the save's phases when it
+    takes more than a second (see `passlab.build`'s `progress`).
 
     Examples
     --------
@@ -177,13 +180,26 @@ def save_trace(trace: Trace, path: str | os.PathLike, *, weights: bool = True) -
     >>> len(load_trace(path)) == len(trace)
     True
     """
-    with no_cycle_collection():  # millions of JSON values, none of them in a cycle
-        return _save(trace, Path(path), weights)
+    delay = _SHOW_AFTER_S if progress is None else 0.0
+    with no_cycle_collection(), bar(progress, total=len(_SAVE_PHASES), desc="save trace",
+                                    unit="phase", delay=delay) as shown:
+        path = _save(trace, Path(path), weights, shown)
+        shown.goto(len(_SAVE_PHASES), note=f"{path.name}, {path.stat().st_size / 1e6:.1f} MB")
+        return path
 
 
-def _save(trace: Trace, path: Path, weights: bool) -> Path:
+#: The phases a bar of `save_trace` and `load_trace` shows (each can take seconds on a
+#: large trace), and how long either runs before its bar appears.
+_SAVE_PHASES = ("collecting the modules", "TVM writes the IR", "checking and compressing")
+_LOAD_PHASES = ("reading the archive", "checking the IR graph", "TVM reads the IR",
+                "checking each function", "making the steps")
+_SHOW_AFTER_S = 1.0
+
+
+def _save(trace: Trace, path: Path, weights: bool, shown: Bar) -> Path:
     import tvm
 
+    shown.note(_SAVE_PHASES[0])
     mods = _Modules()
     meta = getattr(trace, "_meta", {})
     steps = [_step_record(s, mods) for s in trace]
@@ -214,7 +230,9 @@ def _save(trace: Trace, path: Path, weights: bool) -> Path:
             except (TypeError, ValueError):
                 dropped.append(key)
     data.update(meta=extra, dropped=dropped)
+    shown.goto(1, note=_SAVE_PHASES[1])
     graph, tensors = stored_graph(json.loads(tvm.ir.save_json(list(mods.mods))), weights)
+    shown.goto(2, note=_SAVE_PHASES[2])
     # compact (no spaces to write, compress or skip) and exact: json.loads gives back
     # `graph` itself, so the checks below read what the file holds without parsing it again
     ir = json.dumps(graph, separators=(",", ":"), check_circular=False).encode()
@@ -433,14 +451,15 @@ def _llvm_members(z: zipfile.ZipFile, names: set[str], path: Path
     return data, text.decode("utf-8").split("\n")
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
+def load_trace(path: str | os.PathLike, *, progress: ProgressArg = None) -> Trace:
     """Read a trace written by `save_trace`.
 
     Nothing in the file reaches TVM unchecked: the archive's size and member count, every
     field of `trace.json` and every node of the IR graph are checked first (see
     `passlab.io.validate` for the limits), and each loaded function must pass TVM's
     well-formedness check (Relax or TIR), so a damaged or crafted file is refused with a
-    `TraceFileError` instead of crashing the process.
+    `TraceFileError` instead of crashing the process. `progress`: a bar of the load's
+    phases when it takes more than a second (see `passlab.build`'s `progress`).
 
     Raises
     ------
@@ -448,14 +467,20 @@ def load_trace(path: str | os.PathLike) -> Trace:
         The file is missing, not a trace, truncated, corrupt, crafted, too large, or
         from a newer passlab.
     """
-    with no_cycle_collection():  # millions of JSON values, none of them in a cycle
-        return _load(Path(path))
+    delay = _SHOW_AFTER_S if progress is None else 0.0
+    with no_cycle_collection(), bar(progress, total=len(_LOAD_PHASES), desc="load trace",
+                                    unit="phase", delay=delay) as shown:
+        trace = _load(Path(path), shown)
+        shown.goto(len(_LOAD_PHASES), note=f"{len(trace)} steps")
+        return trace
 
 
-def _load(path: Path) -> Trace:
+def _load(path: Path, shown: Bar) -> Trace:
     from tvm_ffi.serialization import from_json_graph_str
 
+    shown.note(_LOAD_PHASES[0])
     data, ir, llvm = _read(path)
+    shown.goto(1, note=_LOAD_PHASES[1])
     versions = data.get("versions")
     saved_with = versions.get("apache-tvm", "?") if isinstance(versions, dict) else "?"
 
@@ -487,13 +512,16 @@ def _load(path: Path) -> Trace:
     # goes first: TVM's own parse of the text is the peak of a load
     text = json.dumps(graph, separators=(",", ":"), check_circular=False)
     del graph
+    shown.goto(2, note=_LOAD_PHASES[2], now=True)
     try:
         modules = list(from_json_graph_str(text))
     except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
         raise unreadable((str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]) \
             from None
     del text
+    shown.goto(3, note=_LOAD_PHASES[3], now=True)
     ill_formed = check_loaded(modules, bad)
+    shown.goto(4, note=_LOAD_PHASES[4])
     try:
         trace = _trace_from(data, modules, path, llvm)
     except (KeyError, IndexError, TypeError, ValueError) as exc:

@@ -406,14 +406,15 @@ class Trace(NamedSequence[Step], _render.Displayable):
         return next((s.code for s in reversed(self._steps) if s.code is not None), None)
 
     # --------------------------------------------------------------- persistence
-    def save(self, path: Any, *, weights: bool = True) -> Any:
+    def save(self, path: Any, *, weights: bool = True, progress: Any = None) -> Any:
         """Write the trace to one file (a zip archive, never a pickle) that
         `passlab.load_trace` reads back in any process, every snapshot included.
         Returns the path. Each tensor constant is stored once by content;
         `weights=False` keeps their shapes and data types but not their values (views,
         diffs and reports work the same; a reproducer draws seeded random values). A
         trace that would break a limit of `passlab.load_trace` is refused before
-        anything is written, with the limit named.
+        anything is written, with the limit named. `progress`: a bar of the save's
+        phases when it takes more than a second (as `passlab.build`'s).
 
         Examples
         --------
@@ -423,7 +424,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
         >>> len(passlab.load_trace(path)) == len(trace)
         True
         """
-        return _UPPER["save"](self, path, weights=weights)
+        return _UPPER["save"](self, path, weights=weights, progress=progress)
 
     def dump(self, folder: Any, *, all_steps: bool = False, overwrite: bool = False) -> tuple:
         """Write numbered TVMScript files, one per changed pass, for diff tools

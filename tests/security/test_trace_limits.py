@@ -200,13 +200,13 @@ BAD_NUMBERS = [
                              f"0..{limits.MAX_STEPS - 1}"),
     (_step(4, occurrence=10**9), "step 4 has occurrence 1000000000, not an integer in 0..4"),
     (_step(4, seconds=-1.0), "step 4 has seconds -1.0, not a non-negative number (only a "
-                             "failed step may have null)"),
+                             "failed step or an LLVM step, whose passes are not timed, may have null)"),
     (_step(4, seconds=None), "step 4 has seconds None, not a non-negative number (only a "
-                             "failed step may have null)"),
+                             "failed step or an LLVM step, whose passes are not timed, may have null)"),
     (_step(4, seconds="fast"), "step 4 has seconds 'fast', not a non-negative number (only a "
-                               "failed step may have null)"),
+                               "failed step or an LLVM step, whose passes are not timed, may have null)"),
     (_step(4, seconds=float("inf")), "step 4 has seconds inf, not a non-negative number "
-                                     "(only a failed step may have null)"),
+                                     "(only a failed step or an LLVM step, whose passes are not timed, may have null)"),
     (_step(4, before=75), "step 4's 'before' is 75, not null or a module id in 0..74"),
     (_step(4, after=-1), "step 4's 'after' is -1, not null or a module id in 0..74"),
     (_step(4, failed="no"), "step 4's 'failed' is not true or false"),

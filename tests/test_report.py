@@ -298,7 +298,7 @@ def test_hostile_strings_are_escaped_everywhere(failed_report):
     assert "&lt;script&gt;x&lt;/script&gt;" in page.panes["pipeline"]
     step = trace.find(HOSTILE_PASS)
     diff_html = page.panes[f"diff:{step.index}:side-by-side"]
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in diff_html
+    assert "&lt;script&gt;alert(<wbr>1)&lt;/script&gt;" in diff_html  # (a place to wrap)
     # The only script elements are the data blocks and the page's own code.
     blocks = len(set(page.data["blocks"].values())) + 1  # and plx-data
     assert text.count("</script>") == page.scripts == blocks + 1
@@ -472,3 +472,13 @@ def test_the_cycle_collector_pauses_while_a_report_renders(mlp_build, monkeypatc
     with pytest.raises(ZeroDivisionError):
         report.render_report(mlp_build.trace)
     assert gc.isenabled()
+
+
+def test_the_report_draws_a_bar_of_its_phases_only_when_asked(mlp_build, tmp_path, capsys):
+    mlp_build.trace.write_report(tmp_path / "quiet.html")
+    assert capsys.readouterr().err == ""  # the default, on a stderr that is no terminal
+    out = mlp_build.trace.write_report(tmp_path / "shown.html", progress=True)
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    size = len(out.read_text(encoding="utf-8")) / 1e6
+    assert last.startswith("report: 100%") and " 5/5 [" in last
+    assert last.endswith(f"shown.html, {size:.1f} MB]"), last

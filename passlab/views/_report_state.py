@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from passlab._progress import Bar
 from passlab._render import error_panel
 from passlab.analysis import ir_text
 from passlab.recording import numbering as _numbering
@@ -372,22 +373,34 @@ def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
                                            drawings.values())))
 
 
+#: The phases of a report a progress bar shows (`write_report(progress=)`).
+REPORT_PHASES = ("the pass list and explanations", "diffs", "graphs and buffers",
+                 "provenance", "writing the page")
+
+
 def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds,
-                snaps: list[_snapshots.Snapshot], profile: Any = None) -> ReportData:
+                snaps: list[_snapshots.Snapshot], profile: Any = None,
+                shown: Bar | None = None) -> ReportData:
     """Everything the page's static model reads: the state for `listed` (the steps the
     list shows; `complete` False when inner steps were left out) and the panes; the
     Profile pane's table when `profile` (a `passlab.research.profile.Profile`)
-    is given."""
+    is given. `shown` follows the `REPORT_PHASES`."""
+    shown = shown if shown is not None else Bar()
+    shown.note(REPORT_PHASES[0])
     renderer = panes.PaneRenderer(trace, cache_size=4)
     data = ReportData(_state(trace, listed, complete))
     failing = bounds.failing
     main = [s for s in listed if _main(s, failing)]
     llvm = llvm_kept([s for s in listed if s.llvm is not None], bounds.full)
     _explains(data, trace, main + llvm)
+    shown.goto(1, note=REPORT_PHASES[1])
     _diffs(data, renderer, [s for s in main if not s.failed and s.changed] + llvm, bounds)
+    shown.goto(2, note=REPORT_PHASES[2], now=True)
     _snapshots_panes(data, renderer, snaps)
+    shown.goto(3, note=REPORT_PHASES[3], now=True)
     if any(s.on_main_chain for s in trace):
         _provenance(data, renderer, snaps[0].step.index if snaps else main[-1].index)
+    shown.goto(4, note=REPORT_PHASES[4])
     data.add("pipeline", renderer.pane("pipeline", -1))
     if profile is not None:
         data.add("profile", explorer_profile.pane_html(profile, static=True))

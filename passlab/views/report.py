@@ -19,6 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from passlab._progress import Bar, ProgressArg, bar
 from passlab._render import CSS as TABLE_CSS
 from passlab._render import esc, no_cycle_collection
 from passlab.analysis._highlight import CSS as TOKEN_CSS
@@ -26,7 +27,7 @@ from passlab.analysis.explain import CSS as EXPLAIN_CSS
 from passlab.recording.trace import Step, Trace
 from passlab.views import _bundle, _snapshots
 from passlab.views._report_runtime import runtime_section
-from passlab.views._report_state import Bounds, llvm_kept, report_data
+from passlab.views._report_state import REPORT_PHASES, Bounds, llvm_kept, report_data
 from passlab.views.export import script_text
 
 __all__ = ["write_report", "render_report"]
@@ -55,7 +56,7 @@ REPORT_LINES = 400
 
 def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
                  max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
-                 profile: Any = None) -> Path:
+                 profile: Any = None, progress: ProgressArg = None) -> Path:
     """Write the static report of `trace` to `path` and return the path.
 
     Parameters
@@ -77,6 +78,10 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
         A `passlab.research.profile.Profile` of the build `trace` comes from
         (`build.profile()`): adds a "Run time" section (kernel times, overhead, time per
         source operator). A profile of another build is refused (ValueError).
+    progress
+        None (default): a bar of the report's phases in Jupyter or on a terminal once it
+        has taken a second; True: also when standard error is not a terminal; False:
+        none.
 
     Returns
     -------
@@ -92,27 +97,31 @@ def write_report(trace: Trace, path: str | Path, *, title: str | None = None,
     True
     """
     out = Path(path)
-    text = render_report(trace, title=title, max_functions=max_functions, full=full,
-                         profile=profile)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    with bar(progress, total=len(REPORT_PHASES), desc="report", unit="phase",
+             delay=1.0 if progress is None else 0.0) as shown:
+        text = render_report(trace, title=title, max_functions=max_functions, full=full,
+                             profile=profile, shown=shown)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        shown.goto(len(REPORT_PHASES), note=f"{out.name}, {len(text) / 1e6:.1f} MB")
     return out
 
 
 def render_report(trace: Trace, *, title: str | None = None,
                   max_functions: int | None = REPORT_FUNCTIONS, full: bool = False,
-                  profile: Any = None) -> str:
-    """The report of `trace` as one HTML document (see `write_report`)."""
+                  profile: Any = None, shown: Bar | None = None) -> str:
+    """The report of `trace` as one HTML document (see `write_report`); `shown`, a
+    progress bar of its `REPORT_PHASES`."""
     if profile is not None:  # a profile of another build would be joined by kernel name
         from passlab.research.profile import check_belongs
 
         check_belongs(profile, trace, "write_report")
     with no_cycle_collection():
-        return _render_report(trace, title, max_functions, full, profile)
+        return _render_report(trace, title, max_functions, full, profile, shown)
 
 
 def _render_report(trace: Trace, title: str | None, max_functions: int | None, full: bool,
-                   profile: Any) -> str:
+                   profile: Any, shown: Bar | None = None) -> str:
     title = title or "passlab report"
     failing = trace.failure.step if trace.failure is not None else None
     if full:
@@ -121,7 +130,7 @@ def _render_report(trace: Trace, title: str | None, max_functions: int | None, f
     bounds = Bounds(last, failing, max_functions, None if full else REPORT_LINES, full)
     listed, complete, left_out = _listed(trace, bounds)
     data = report_data(trace, listed, complete, bounds, _snapshots.key_snapshots(trace),
-                       profile)
+                       profile, shown)
     body = [
         _header(trace, title, last),
         _failure_panel(trace),

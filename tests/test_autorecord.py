@@ -16,18 +16,8 @@ import passlab
 ROOT = Path(__file__).resolve().parents[1]
 PASSLAB = str(Path(sys.executable).parent / "passlab")
 
-TWO_BUILDS = """\
-import sys
-import tvm
-from tvm import relax
-import passlab
-
-mod = passlab.models.mlp()
-relax.build(mod, "llvm")
-tvm.compile(mod, target="llvm")
-print("built twice")
-sys.exit(3)
-"""
+#: The unmodified program: two builds, a line on stdout, exit status 3.
+TWO_BUILDS = (Path(__file__).parent / "unmodified_program.py").read_text()
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -22,19 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
-#: The script of the "unmodified program" test: two builds, a line on stdout, exit 3.
-TWO_BUILDS = """\
-import sys
-import tvm
-from tvm import relax
-import passlab
-
-mod = passlab.models.mlp()
-relax.build(mod, "llvm")
-tvm.compile(mod, target="llvm")
-print("built twice")
-sys.exit(3)
-"""
+#: The unmodified program: two builds, a line on stdout, exit status 3.
+TWO_BUILDS = (Path(__file__).parent / "unmodified_program.py").read_text()
 
 
 def _tracked(prefix: str = "") -> list[str]:

@@ -34,13 +34,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, wait
-from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_readable
 from typing import Any
 
 from passlab._progress import Bar, bar
 from passlab.errors import SweepError, WorkerError, first_line
-from passlab.research._supervise import child_env, ended, kill_group, run_job
+from passlab.research._supervise import ended, kill_group, run_job, spawn_piped
 from passlab.research._sweep_jobs import empty_row
 
 __all__ = ["check_timeout", "check_workers", "check_executor", "check_progress",
@@ -153,20 +152,7 @@ class _Worker:
     the two pipes to it; the write end of `down` is only ever held here."""
 
     def __init__(self) -> None:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _WORK, str(down_r), str(up_w), str(os.getpid())],
-                pass_fds=(down_r, up_w), env=child_env(), stdin=subprocess.DEVNULL)
-        except BaseException:
-            for fd in (down_r, down_w, up_r, up_w):
-                os.close(fd)
-            raise
-        os.close(down_r)
-        os.close(up_w)
-        self.down = Connection(down_w, readable=False)
-        self.up = Connection(up_r, writable=False)
+        self.proc, self.down, self.up = spawn_piped(_WORK)
         self.ready = False
         self.job: int | None = None
         self.server: int | None = None  # its build process: leader of its own group

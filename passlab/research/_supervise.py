@@ -94,6 +94,27 @@ def kill_group(pid: int) -> None:
         pass
 
 
+def spawn_piped(program: str, *, new_session: bool = False
+                ) -> tuple[subprocess.Popen, Connection, Connection]:
+    """`python -c program DOWN UP PARENT_PID` with two pipes: (the process, the
+    connection it reads from, the one it writes to). Only this process holds the write
+    end of the first, so the child sees an end of file when this process dies."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", program, str(down_r), str(up_w), str(os.getpid())],
+            pass_fds=(down_r, up_w), env=child_env(), stdin=subprocess.DEVNULL,
+            start_new_session=new_session)
+    except BaseException:
+        for fd in (down_r, down_w, up_r, up_w):
+            os.close(fd)
+        raise
+    os.close(down_r)
+    os.close(up_w)
+    return proc, Connection(down_w, readable=False), Connection(up_r, writable=False)
+
+
 class _Server:
     """One build server (a child Python process, leader of its own process group) and
     the two pipes to it."""
@@ -102,23 +123,9 @@ class _Server:
     live: ClassVar[set[_Server]] = set()
 
     def __init__(self) -> None:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        try:
-            # its own session: a terminal's Ctrl-C goes to the caller, which decides, and
-            # the whole group (a compiler the build started too) can be killed at once
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _SERVE, str(down_r), str(up_w), str(os.getpid())],
-                pass_fds=(down_r, up_w), env=child_env(), stdin=subprocess.DEVNULL,
-                start_new_session=True)
-        except BaseException:
-            for fd in (down_r, down_w, up_r, up_w):
-                os.close(fd)
-            raise
-        os.close(down_r)
-        os.close(up_w)
-        self.down = Connection(down_w, readable=False)
-        self.up = Connection(up_r, writable=False)
+        # its own session: a terminal's Ctrl-C goes to the caller, which decides, and
+        # the whole group (a compiler the build started too) can be killed at once
+        self.proc, self.down, self.up = spawn_piped(_SERVE, new_session=True)
         self.ready = False
         _Server.live.add(self)
 

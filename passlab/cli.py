@@ -243,15 +243,22 @@ _TRUST_HELP = ("read .pt2 model files that hold pickles or compiled code (this r
                "from the file: only for files you trust); without it they are refused")
 
 
-def _seconds(text: str) -> float:
-    """`--timeout`: a positive, finite number of seconds."""
+def _finite_seconds(text: str, *, zero: bool) -> float:
+    """A finite number of seconds from the command line: above 0, or at least 0 with
+    `zero`; anything else is argparse's error, naming what it takes."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    if not (value >= 0 if zero else value > 0) or value == float("inf"):
+        what = "a number of seconds (0 or more)" if zero else "a positive number of seconds"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
+
+
+def _seconds(text: str) -> float:
+    """`--timeout`: a positive, finite number of seconds."""
+    return _finite_seconds(text, zero=False)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -413,13 +420,7 @@ _BUDGET_HELP = ("seconds of measuring after which no more runs are added while a
 
 def _budget(text: str) -> float:
     """`--budget`: a finite number of seconds, at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
+    return _finite_seconds(text, zero=True)
 
 
 def _positive(text: str) -> int:

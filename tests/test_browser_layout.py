@@ -9,10 +9,12 @@ compare; edit), and after each step the layout rule is checked in the page
 (`browser_helpers.LAYOUT_JS`): no box's content is wider than the box unless the box is a
 declared scroller; nothing sticky overlaps a control; no control in sight is covered. At
 1400 px the graph's viewport is at least 300 px tall, with and without the kernel panel;
-"fit" never goes below the readable scale; the provenance table's kernels, fate and note
+"fit" never goes below the readable scale; at 800 px with the file browser open (a
+widget ~370 px wide) the graph's viewport keeps its 300 px; the provenance table's kernels, fate and note
 columns are in sight; side-by-side diffs wrap only at token boundaries; the maximised
 kernel panel shows its links and diff whole. The report also checks that the search
-filters and marks without moving the selection while its row is shown.
+filters and marks without moving the selection while its row is shown; the notebook's own
+outputs of `passlab.diff(step)` and `passlab.fused_graph(step)` fit their output area.
 
 One notebook run per model (the build runs in its kernel, which also writes the model's
 report); the themes and widths are the same page switched and resized, as a user does.
@@ -52,6 +54,8 @@ _NB = [
     "if not os.path.exists(name + '.html'):\n"
     "    build.trace.write_report(name + '.html', profile=prof)",
     "ex = passlab.Explorer(build, profile=prof, selected=build.trace.find({diff!r}).index)\nex",
+    "passlab.diff(build.trace.find({diff!r}))",
+    "passlab.fused_graph(build.trace.find({graph!r}))",
 ]
 
 # The side-by-side diff's line breaks inside a token: for every code cell, each place
@@ -216,6 +220,19 @@ _SHOTS = ({f"{p}-light-1400" for p in ("diff", "diff-sbs", "graph", "kernel", "k
           | {"kernel-max-dark-800"})
 
 
+def _outputs(page, expect, where: str) -> None:
+    """The notebook's own outputs of a diff (side by side) and a fused graph fit their
+    output area too (the graph's zoom box is a declared scroller)."""
+    for sel in (".jp-OutputArea-output:has(> .passlab-diff)",
+                ".jp-OutputArea-output:has(.passlab-graph)"):
+        out = page.locator(sel).first
+        expect(out).to_be_attached()
+        out.scroll_into_view_if_needed()
+        _check(out, f"{where}, {sel}")
+    diff = page.locator(".jp-OutputArea-output > .passlab-diff").first
+    assert diff.evaluate(_WRAPS_JS) == [], f"{where}: a notebook diff wraps inside tokens"
+
+
 def _file_browser(page, expect) -> None:
     """Open JupyterLab's file browser (the left side panel), as it opens by default."""
     if page.locator("#jp-left-stack").is_visible():
@@ -268,7 +285,9 @@ def test_every_pane_fits_at_real_size(model, lab, new_page, expect):
         pytest.skip(f"no torchvision in {corpus.TORCHVISION_DIR}: `make` installs it")
     pytest.importorskip("onnx" if model == "onnx_resnet18" else "transformers")
     diff_pass, _ = MODELS[model]
-    write_notebook(lab.root / "layout.ipynb", [c.format(name=model, diff=diff_pass) for c in _NB])
+    graph_pass = MODELS[model][1]
+    write_notebook(lab.root / "layout.ipynb",
+                   [c.format(name=model, diff=diff_pass, graph=graph_pass) for c in _NB])
     SHOTS.mkdir(parents=True, exist_ok=True)
     shots = _SHOTS if model == "onnx_resnet18" else set()
     page = new_page(width=WIDTHS[0])
@@ -285,6 +304,16 @@ def test_every_pane_fits_at_real_size(model, lab, new_page, expect):
                 _file_browser(page, expect)
             _walk(root, expect, model=model, theme=theme, width=width, static=False,
                   shots=shots)
+            _outputs(page, expect, f"{model} notebook {theme} {width} px")
+        # 800 px with the file browser open: the widget is ~370 px wide (stacked); the
+        # graph still gets its 300 px and the panes their width
+        _file_browser(page, expect)
+        _tab(root, "graph", expect)
+        _check(root, f"{model} explorer {theme} 800 px with the file browser")
+        view = root.locator(".plx-graph-view")
+        assert view.evaluate("(e) => e.clientHeight") >= 300, f"{model} {theme}: 800 px graph"
+        _tab(root, "diff", expect)
+        _check(root, f"{model} explorer {theme} 800 px with the file browser, diff")
     assert page.errors == []
     page.context.close()
     for theme in ("light", "dark"):

@@ -221,5 +221,6 @@ def test_plain_output_zooms_without_javascript(trace):
     assert f'id="{key}-fit" class="passlab-z-fit" checked>' in page
     w, h = map(float, re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', page).groups())
     assert f"width: {2 * w:.1f}pt; height: {2 * h:.1f}pt;" in page
-    assert '<div class="passlab-zoom-box"><svg' in page
+    # (a declared scroller: zoomed in, the picture scrolls in its own box)
+    assert '<div class="passlab-zoom-box" data-plx-scroll><svg' in page
     assert fused_graph(trace.find("FuseTIR")).to_html() != page  # a new group per output

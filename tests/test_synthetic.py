@@ -25,7 +25,7 @@ def trace() -> passlab.Trace:
 
 def _text(markup: str) -> str:
     """What a reader sees of some HTML: no styles, no tags, one space between words."""
-    markup = re.sub(r"<style.*?</style>", " ", markup, flags=re.S)
+    markup = re.sub(r"<style.*?</style>", " ", markup, flags=re.S).replace("<wbr>", "")
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
 
 
@@ -117,7 +117,7 @@ def test_pane_renderer_panes(trace):
     rows = re.findall(r'<tr class="kernel" data-op="(\w+)" data-kernels="([^"]*)"', prov)
     assert rows == [(op, f"[&quot;{KERNEL}&quot;]") for op in ("mm", "biased", "out")]
     assert _text(panes.explain(fuse)).startswith(
-        "Explain: FuseOps legalize passlab FuseOps grouped 3 kernel calls into 1 fused "
+        "Explain: FuseOps (step 5) legalize passlab FuseOps grouped 3 kernel calls into 1 fused "
         f"function ({KERNEL}); 0 calls stay unfused.")
     with pytest.raises(ValueError, match=r"unknown pane 'dif'; panes are "):
         panes.pane("dif", fuse)

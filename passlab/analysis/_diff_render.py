@@ -380,6 +380,33 @@ def _equal_sign(old: str, new: str) -> str:
     return f'<td class="pl-sign pl-reindent" title="{REINDENT_TITLE}">\u00bb</td>'
 
 
+_TAG = re.compile(r"(<[^>]*>)")
+_AFTER = re.compile(r"([(\[,])(?![\s)\]])")
+_LONG = re.compile(r"[\w.]{16,}")
+
+
+def soft_breaks(markup: str) -> str:
+    """A line of code's HTML with places to wrap (`<wbr>`, copied as nothing) after each
+    "(", "[" and "," (not before a space or a closing bracket), and after the "." and "_" inside a long name (16 characters or
+    more, 5 from either end): a half-width column of a side-by-side diff wraps a long
+    call between its arguments or at a name's parts, never inside a word. Only the text
+    between tags is touched (it is escaped: no "<" in it)."""
+    parts = _TAG.split(markup)
+    for k in range(0, len(parts), 2):
+        if parts[k]:
+            text = _LONG.sub(lambda m: "".join(
+                c + ("<wbr>" if c in "._" and 5 <= i < len(m.group(0)) - 5 else "")
+                for i, c in enumerate(m.group(0))), parts[k])
+            parts[k] = _AFTER.sub(r"\1<wbr>", text)
+    return "".join(parts)
+
+
+def _soft(code: Any) -> Any:
+    def render(line: str, marks: Sequence[tuple[int, int]] = ()) -> str:
+        return soft_breaks(code(line, marks) if marks else code(line))
+    return render
+
+
 def _sbs_rows(fd: Any, max_lines: int, code: Any = line_html) -> Iterator[str]:
     body = 0
     for tag, i, j, old, new in rows(fd, paired=True):
@@ -648,6 +675,8 @@ def _html_block(fd: Any, mode: str, max_lines: int, highlight: bool, anchor: str
         code = llvm_line_html if fd.kind == "llvm" else line_html if highlight else plain_code
         if anchor and graph_level(fd):  # an Explorer pane: link bindings to the graph
             code = _linked(code)
+        if mode == "side-by-side":  # half-width columns: more places to wrap
+            code = _soft(code)
         # side by side: two fixed columns of code, each line wrapped at its spaces (a
         # token is broken only when it is wider than its column); `data-plx-scroll`:
         # the one box that may scroll sideways (a single token wider than the pane)

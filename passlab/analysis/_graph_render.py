@@ -403,7 +403,7 @@ def zoomable(svg: str) -> str:
         for v, text in levels)
     style = f"<style>{_ZOOM_CSS}{chr(10).join(rules)}</style>"
     return (f'<div class="passlab-zoom {key}">{style}{radios}'
-            f'<div class="passlab-zoom-box">{svg}</div></div>')
+            f'<div class="passlab-zoom-box" data-plx-scroll>{svg}</div></div>')
 
 
 def _q(s: str) -> str:

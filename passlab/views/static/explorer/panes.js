@@ -1,7 +1,7 @@
 // The step panes besides the graph: diff, compare, buffers (with bound sliders),
 // pipeline, and the Explain strip above them. Their HTML comes from Python, escaped.
 
-import { boxTables, h, softBreaks, stepText } from "./core.js";
+import { boxTables, h, stepText } from "./core.js";
 import { highlightPlain } from "./highlight.js";
 import { irTools } from "./ir.js";
 
@@ -27,7 +27,6 @@ export function diffPane(ctx, pane) {
   const render = () => {
     body.innerHTML = model.get("diff_html");
     highlightPlain(body);  // a static report's diffs come without token colours
-    softBreaks(body.querySelectorAll("table.pl-sbs td.pl-code"));  // half-width columns
     tools.rendered();
   };
   render();
@@ -69,7 +68,6 @@ export function comparePane(ctx, pane) {
   };
   const render = () => {
     body.innerHTML = model.get("compare_html");
-    softBreaks(body.querySelectorAll("table.pl-sbs td.pl-code"));
     tools.rendered();
   };
   renderOptions();

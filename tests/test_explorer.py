@@ -89,7 +89,7 @@ def test_selecting_a_step_renders_its_diff(ex, trace):
     assert 'class="pl-t pl-sbs' not in ex.diff_html  # unified: the pane is narrow
     ex.diff_mode = "side-by-side"
     assert "<b>FuseOps</b>" in ex.diff_html and 'class="pl-t pl-sbs' in ex.diff_html
-    assert repr(ex) == "<Explorer: 96 steps, selected #10 FuseOps, pane 'diff'>"
+    assert repr(ex) == "<Explorer: 96 steps, selected #5 FuseOps (step 10), pane 'diff'>"
 
 
 def test_unchanged_step_and_stale_panes(ex, trace):

@@ -21,6 +21,7 @@ from typing import Any
 from passlab._render import no_cycle_collection
 from passlab.analysis._highlight import CSS as TOKEN_CSS
 from passlab.analysis._highlight import block_html
+from passlab.recording import numbering as _numbering
 from passlab.recording.trace import Step, Trace
 from passlab.views import _bundle
 from passlab.views import _explorer_life as _life
@@ -577,5 +578,8 @@ else:
             if getattr(self, "_closed", False):
                 return "<Explorer (closed)>"
             step = self.step
-            sel = f", selected #{step.index} {step.label}" if step is not None else ""
+            # named as the list names it: its pipeline number, the step index after it
+            sel = (f", selected {_numbering.ref(step)}" + ("" if _numbering.positions(
+                self._trace).get(step.index) is None else f" (step {step.index})")
+                   if step is not None else "")
             return f"<Explorer: {len(self._trace)} steps{sel}, pane {self.tab!r}>"

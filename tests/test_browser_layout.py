@@ -126,7 +126,7 @@ def _tab(root, name: str, expect) -> None:
 def _shot(root, label: str, theme: str, width: int, wanted: set[str]) -> None:
     key = f"{label}-{theme}-{width}"
     if key in wanted:
-        root.scroll_into_view_if_needed()
+        root.evaluate("(e) => e.scrollIntoView({ block: 'start' })")
         face = "report-" if root.page.locator("#plx-root").count() else ""
         root.screenshot(path=str(SHOTS / f"layout-{face}{key}.png"))
 

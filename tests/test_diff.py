@@ -728,3 +728,22 @@ def test_side_by_side_lines_may_wrap_between_arguments_and_at_a_long_names_parts
         '<span class="a,b(">f(<wbr>x)</span>&quot;(<wbr>&quot;')
     page = diff(Before, After).to_html("side-by-side")
     assert "<wbr>" in page and "<wbr>" not in diff(Before, After).to_html("unified")
+
+
+def test_a_steps_diff_takes_its_change_set_instead_of_comparing_again(mlp_build, monkeypatch):
+    # a late TIR pass rewrites every kernel: the step's change set (computed once,
+    # kept) already compared them, so its diff compares none again
+    step = mlp_build.trace.find("tirx.LowerIntrin")
+    expected = diff(step.before, step.after)
+    assert step.functions_changed.modified == ("fused_matmul1_add1", "fused_matmul_add_relu")
+
+    def compared(a, b):
+        raise AssertionError("compared again")
+
+    monkeypatch.setattr(_printing, "same_function", compared)
+    d = diff(step)
+    assert [(fd.name, fd.status) for fd in d] == [(fd.name, fd.status) for fd in expected] == [
+        ("fused_matmul1_add1", "modified"), ("fused_matmul_add_relu", "modified")]
+    assert d.to_text() == expected.to_text()
+    with pytest.raises(AssertionError, match="compared again"):
+        diff(step.before, step.after)  # two modules: no change set to take

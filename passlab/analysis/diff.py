@@ -23,6 +23,7 @@ from passlab._tvm import printing as _printing
 from passlab.analysis import _diff_render as _render
 from passlab.analysis._diff_layout import gaps as _gaps
 from passlab.errors import unknown
+from passlab.recording.trace import Changes
 
 __all__ = ["diff", "llvm_diff", "ModuleDiff", "FunctionDiff", "MAX_LINES", "FIRST_VIEW",
            "REGION_BINDINGS"]
@@ -548,10 +549,16 @@ def diff(
     added = sorted(new.keys() - old.keys())
     renames = _renames(old, new, removed, added, function) if hide_renames else {}
     renamed_old = _callers_renamed(before, old, renames)
+    # a step alone: its change set (computed once per step and kept) already says which
+    # functions are structurally equal; a late TIR pass rewrites every kernel, and
+    # comparing them again cost its first view 50 ms (DenseNet-121's LowerIntrin)
+    changes = getattr(a, "functions_changed", None) if b is None else None
+    modified = set(changes.modified) if isinstance(changes, Changes) else None
     for name in old.keys() & new.keys():
         if function is not None and name != function:
             continue
-        same = _printing.same_function(old[name], new[name])
+        same = (name not in modified if modified is not None
+                else _printing.same_function(old[name], new[name]))
         if same:
             if all_functions:
                 make(name, "unchanged", name, old[name], new[name])

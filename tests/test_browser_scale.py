@@ -49,3 +49,26 @@ def test_large_trace_opens_with_the_main_chain_and_loads_inner_passes(
     expect(widget.locator(".plx-pane-diff .pl-summary")).to_contain_text(
         "changed: 0 added, 7 removed, 1 modified")
     assert page.errors == []
+
+
+def test_rows_sent_before_their_change_counts_get_them_in_the_page(lab, page, expect):
+    # a large model's trace opens with some rows waiting for their change counts
+    # (explorer_list.COMPARISONS_UP_FRONT): in a kernel without an event loop to send them
+    # after the cell, the page asks for them once it has drawn the list
+    cells = ["import passlab\nfrom passlab.views import _explorer_life, explorer_list\n\n"
+             "explorer_list.COMPARISONS_UP_FRONT = 20\n"
+             "_explorer_life.soon = lambda *args: False  # nothing scheduled: the page asks\n"
+             "trace = passlab.build(passlab.models.mlp()).trace\n"
+             "ex = passlab.Explorer(trace)\nprint('pending', ex.changes_pending)\nex"]
+    path = write_notebook(lab.root / "counts.ipynb", cells)
+    open_notebook(page, lab, path.name, expect)
+    widget = page.locator(".jp-OutputArea-output .plx")
+    expect(page.locator(".jp-OutputArea-output").first).to_contain_text("pending 70",
+                                                                        timeout=240_000)
+    expect(widget.locator(".plx-pane-diff .pl-summary")).to_be_visible(timeout=60_000)
+    row = widget.locator('.plx-row[data-index="94"]')  # tirx.LowerIntrin: it waited
+    expect(row.locator(".plx-label")).to_have_text("tirx.LowerIntrin")
+    expect(row.locator(".plx-changes")).to_have_text("~2")
+    expect(row).to_have_class("plx-row changed pass")
+    expect(widget.locator(".plx-row.counting")).to_have_count(0)
+    assert page.errors == []

@@ -3,6 +3,7 @@ inner steps, and a crafted trace of many steps makes a bounded report."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -61,6 +62,93 @@ def test_small_trace_sends_every_row_at_once(mlp_build):
 
     ex = Explorer(mlp_build.trace)
     assert (ex.steps_complete, ex.step_count, len(ex.steps)) == (True, 96, 96)
+    assert ex.changes_pending == 0  # its 267 comparisons fit the budget
+
+
+def _fresh(trace: passlab.Trace) -> passlab.Trace:
+    """The same steps, none of their change sets computed yet (each Step keeps its own)."""
+    return passlab.Trace([dataclasses.replace(s) for s in trace], trace._meta)
+
+
+def test_rows_get_their_change_counts_while_the_comparisons_fit(mlp_build):
+    # an opening Explorer spends a budget of function comparisons on the rows' counts,
+    # in list order; the rest are pending until the first view is out (DenseNet-121's
+    # TIR passes rebuild its 140 kernels ~50 times: 6,900 comparisons)
+    trace = _fresh(mlp_build.trace)
+    full = explorer_list.rows(_fresh(mlp_build.trace))
+    listed = [s for s in trace if explorer_list.listed(s)]
+    assert [(s.label, s.comparisons()) for s in listed[:14]] == [
+        ("DispatchSampling", 1), ("DispatchSortScan", 1), ("LegalizeOps", 1),
+        ("AnnotateTIROpPattern", 7), ("FoldConstant", 1), ("FuseOps", 1), ("FuseTIR", 3),
+        ("RewriteDataflowReshape", 1), ("ToNonDataflow", 1), ("RemovePurityChecking", 1),
+        ("CallTIRRewrite", 1), ("StaticPlanBlockMemory", 1), ("LowerAllocTensor", 1),
+        ("KillAfterLastUse", 1)]
+    legalize = listed[2]
+    assert not legalize.changes_known
+    rows = explorer_list.rows(trace, comparisons=20)
+    assert (legalize.changes_known, legalize.comparisons()) == (True, 0)
+    waiting = [r["label"] for r in rows if r["summary"] is None]
+    # StaticPlanBlockMemory spends the 20th; from LowerAllocTensor on they wait, and so
+    # do the wrappers and inner passes that compare anything (the list hides them)
+    assert (explorer_list.pending(rows), waiting[:5]) == (
+        73, ["passlab.pipeline", "library_dispatch", "legalize", "ExpandTupleArguments",
+             "CanonicalizeBindings"])
+    assert [r["label"] for r in rows if r["summary"] is None and r["kind"] == "pass"][:2] == [
+        "LowerAllocTensor", "KillAfterLastUse"]
+    for row, whole in zip(rows, full, strict=True):
+        if row["summary"] is None:
+            assert (row["changed"], row["detail"]) == (None, None)
+            assert {**row, "changed": whole["changed"], "summary": whole["summary"],
+                    "detail": whole["detail"]} == whole
+        else:
+            assert row == whole
+    assert not any("functions_changed" in s.__dict__ for s in trace
+                   if s.label in ("LowerAllocTensor", "tirx.LowerIntrin"))
+    assert explorer_list.rows(trace) == full  # no budget: every count
+
+
+def test_explorer_sends_the_pending_counts_after_its_first_view(mlp_build, monkeypatch):
+    pytest.importorskip("anywidget")
+    import asyncio
+
+    from passlab.views.explorer import Explorer, _changes_message
+
+    monkeypatch.setattr(explorer_list, "COMPARISONS_UP_FRONT", 20)
+    trace = _fresh(mlp_build.trace)
+    full = explorer_list.rows(_fresh(mlp_build.trace))
+    ex = Explorer(trace)
+    # (finding the step to open on computed the first three counts: three more fit)
+    assert (ex.changes_pending, ex.selected) == (70, trace.find("LegalizeOps").index)
+    assert ex.steps[ex.selected]["summary"] == "+7 ~1"
+    # its text form (the widget's fallback, shown with its first view) does not wait
+    lines = ex.to_text().splitlines()
+    cells = {line.split()[2]: line.split()[-2:] for line in lines if line.startswith("#")}
+    assert (cells["StaticPlanBlockMemory"], cells["tirx.LowerIntrin"]) == (
+        ["yes", "~1"], ["\u2026", "\u2026"])
+    assert ("(\u2026: the changes of 51 passes were still being counted when this was "
+            "shown; trace.to_text() prints them)") in lines
+    sent = []
+    ex.observe(lambda change: sent.append(change["name"]), ["steps", "changes_pending"])
+    _changes_message(ex, {"load": "changes"})  # what the front end asks
+    assert (ex.changes_pending, ex.steps, sent) == (0, full, ["steps", "changes_pending"])
+    assert ex.to_text() == trace.to_text() + "\n\nselected: " + ex.step.to_text()
+    _changes_message(ex, {"load": "changes"})  # asked twice (two views): nothing more
+    assert sent == ["steps", "changes_pending"]
+    # "changed only" needs every count: they come with it
+    ex = Explorer(_fresh(mlp_build.trace))
+    assert ex.changes_pending == 70
+    ex.changed_only = True
+    assert (ex.changes_pending, ex.steps) == (0, full)
+    assert ex.visible == explorer_list.visible(trace, changed_only=True)
+
+    async def cell() -> tuple[int, int]:
+        # in a kernel, the counts follow once the cell (the first view) is done
+        ex = Explorer(_fresh(mlp_build.trace))
+        pending = ex.changes_pending
+        await asyncio.sleep(0)
+        return pending, ex.changes_pending
+
+    assert asyncio.run(cell()) == (70, 0)
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -182,6 +182,27 @@ class Step(_render.Displayable):
         if self.llvm is not None:
             return self.llvm.changes
         return _diff_functions(self.before, self.after, self._hash)
+
+    @property
+    def changes_known(self) -> bool:
+        """Whether `functions_changed` is known without comparing a function: computed
+        before, an LLVM step's, or a pass that failed or returned its module as it came."""
+        if "functions_changed" in self.__dict__ or self.llvm is not None:
+            return True
+        before, after = self.before, self.after
+        return before is None or after is None or before.same_as(after)
+
+    def comparisons(self) -> int:
+        """How many functions computing `functions_changed` still compares structurally:
+        0 when the change set is known (`changes_known`), else the functions of `after`
+        that are not the very object of that name in `before` (an upper bound: a copy
+        rebuilt from the same parts needs no walk). A view that must answer quickly
+        computes the cheap change sets first."""
+        if self.changes_known:
+            return 0
+        fa, fb = self._hash.functions(self.before), self._hash.functions(self.after)
+        return sum(1 for name, f in fb.items()
+                   if (g := fa.get(name)) is not None and not g.same_as(f))
 
     @property
     def changed(self) -> bool:
@@ -559,7 +580,7 @@ class Trace(NamedSequence[Step], _render.Displayable):
                 r["summary"] = _UPPER["card_summary"](r["name"])
         return pd.DataFrame(rows, columns=columns).set_index("index")
 
-    def _table(self, all_steps: bool, explain: bool = False
+    def _table(self, all_steps: bool, explain: bool = False, pending: Collection[int] = ()
                ) -> tuple[list[str], list[list[str]], list[str], int]:
         steps = self._steps if all_steps else [s for s in self._steps if s.on_main_chain or s.failed]
         # "#": the pass's pipeline position, as every view numbers it (a trace recorded
@@ -569,17 +590,19 @@ class Trace(NamedSequence[Step], _render.Displayable):
             + (["what it does"] if explain else [])
         rows, classes = [], []
         for s in steps:
-            ch = s.functions_changed
+            ch = None if s.index in pending else s.functions_changed
             ms = (("failed (caught)" if s.caught else "failed") if s.failed
                   else "" if s.seconds is None else f"{s.seconds * 1e3:.2f}")
             indent = "  " * s.depth if all_steps else ""
             n = pos.get(s.index)
             rows.append(([f"#{n}" if n is not None else ""] if pos else [])
-                        + [str(s.index), indent + s.label, s.stage, ms, "yes" if ch else "",
-                           ch.summary()]
+                        + [str(s.index), indent + s.label, s.stage, ms]
+                        + (["\u2026", "\u2026"] if ch is None else
+                           ["yes" if ch else "", ch.summary()])
                         + ([_UPPER["card_summary"](s.name)] if explain else []))
             classes.append("failed" if s.failed else "user" if s.origin == "user"
-                           else "inner" if s.kind == "inner" else "" if ch else "same")
+                           else "inner" if s.kind == "inner" else "" if ch or ch is None
+                           else "same")
         return header, rows, classes, len(self._steps) - len(steps)
 
     def summary(self) -> str:
@@ -597,9 +620,12 @@ class Trace(NamedSequence[Step], _render.Displayable):
             out += "\nFAILED: " + self.failure.to_text()
         return out
 
-    def to_text(self, all_steps: bool = False, explain: bool = False) -> str:
-        """The pass table; `explain` adds what each pass does (its card's summary)."""
-        header, rows, _, hidden = self._table(all_steps, explain)
+    def to_text(self, all_steps: bool = False, explain: bool = False, *,
+                pending: Collection[int] = ()) -> str:
+        """The pass table; `explain` adds what each pass does (its card's summary).
+        `pending`: indices of steps whose change columns read "…", their change sets not
+        computed (the Explorer's text form, while it still computes them)."""
+        header, rows, _, hidden = self._table(all_steps, explain, frozenset(pending))
         out = self.summary() + "\n" + _render.text_table(header, rows)
         if hidden:
             out += f"\n({hidden} wrapper and inner steps hidden: to_text(all_steps=True) shows them)"

@@ -27,7 +27,8 @@ import sys
 import weakref
 from typing import Any
 
-__all__ = ["OPEN", "release_dropped", "views_message", "defer_release", "watch_collections"]
+__all__ = ["OPEN", "release_dropped", "views_message", "soon", "defer_release",
+           "watch_collections"]
 
 #: The Explorers not closed yet (weakly: the registry must not be one more holder).
 OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -120,18 +121,24 @@ def watch_collections() -> None:
         gc.callbacks.append(_after_collection)
 
 
-def defer_release() -> bool:
-    """Run `release_dropped` once the current message is handled (its frames hold the
-    widget it was for), on the kernel's event loop; nothing without one. Returns whether
-    it was scheduled."""
+def soon(fn: Any, *args: Any) -> bool:
+    """Call `fn(*args)` once the current message (a cell, a click) is handled, on the
+    kernel's event loop; nothing without one. Returns whether it was scheduled."""
     import asyncio
 
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return False
-    loop.call_soon(release_dropped)
+    loop.call_soon(fn, *args)
     return True
+
+
+def defer_release() -> bool:
+    """Run `release_dropped` once the current message is handled (its frames hold the
+    widget it was for), on the kernel's event loop; nothing without one. Returns whether
+    it was scheduled."""
+    return soon(release_dropped)
 
 
 def views_message(widget: Any, content: Any, buffers: Any = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,6 +54,22 @@ def _asset(name: str, parts: tuple[str, ...], extra: str = "") -> Any:
         return bundle(parts) + extra
     os.environ.setdefault("ANYWIDGET_HMR", "1")
     return _bundle.dev_file(name, lambda: bundle(parts) + extra)
+
+
+def _load_changes(ref: weakref.ref[Any]) -> None:
+    """The rows an Explorer opened without their change counts, sent once its first view
+    is out (weakly: a scheduled call does not keep a dropped Explorer alive)."""
+    ex = ref()
+    if ex is not None:
+        ex.load_changes()
+
+
+def _changes_message(widget: Any, content: Any, buffers: Any = None) -> None:
+    """A custom message of the front end: `{"load": "changes"}` once it has drawn rows
+    still waiting for their change counts (a kernel without an event loop, where
+    nothing scheduled them)."""
+    if isinstance(content, dict) and content.get("load") == "changes":
+        widget.load_changes()
 
 
 _NEEDS = ("passlab.Explorer needs ipywidgets and anywidget (the 'notebook' extra): "
@@ -125,6 +142,12 @@ else:
                                 "chain's rows only; the others are computed and sent when "
                                 "the list shows inner passes (show_inner) or load_rows() "
                                 "is called").tag(sync=True)
+        changes_pending = t.Int(0, help="rows of steps sent without their change counts "
+                                "(changed, summary and detail None): an opening Explorer "
+                                "spends at most explorer_list.COMPARISONS_UP_FRONT function "
+                                "comparisons on them, and load_changes() sends the others "
+                                "once the first view is out (scheduled on the kernel's "
+                                "event loop, and asked for by the front end)").tag(sync=True)
         step_count = t.Int(0, help="how many steps the trace has (len(trace))").tag(sync=True)
         stages = t.List(t.Unicode(), help="stage names, in pipeline order").tag(sync=True)
         summary = t.Unicode(help="one-line summary of the trace").tag(sync=True)
@@ -264,15 +287,21 @@ else:
             with no_cycle_collection():  # no collection's pause in the user's wait
                 self._ready = False  # observers wait until every trait is set
                 first = selected if selected is not None else listing.default_selection(trace)
-                state = listing.trace_state(trace, kwargs.get("show_inner", False))
+                state = listing.trace_state(trace, kwargs.get("show_inner", False),
+                                            listing.COMPARISONS_UP_FRONT)
                 state.update(kwargs)  # e.g. compare_a=..., changed_only=True
                 super().__init__(tab=tab, has_profile=profile is not None, **state)
                 self.visible = self._visible()
+                if self.changed_only:  # the filter computed every change set
+                    self.load_changes()
                 self._ready = True
                 self.selected = first
                 if first == -1:  # no change event: render the "empty" pane by hand
                     self._render()
             self.on_msg(_life.views_message)  # a module function: no cycle to the widget
+            self.on_msg(_changes_message)
+            if self.changes_pending:  # the rest of the rows once the first view is out
+                _life.soon(_load_changes, weakref.ref(self))
             _life.OPEN.add(self)
             # the one this replaces (`ex = Explorer(...)` again) goes once the cell is
             # done, or at the next full collection without a kernel
@@ -358,7 +387,17 @@ else:
                 with self.hold_sync():
                     self.steps = listing.rows(self._trace)
                     self.steps_complete = True
+                    self.changes_pending = 0
                     self.rendered += 1  # the front end's busy flag waited for them
+
+        def load_changes(self) -> None:
+            """Compute the change counts of the rows sent without them
+            (`changes_pending`) and send the rows."""
+            if self._closed or not self.changes_pending:
+                return
+            with self.hold_sync():
+                self.steps = listing.rows(self._trace, main_only=not self.steps_complete)
+                self.changes_pending = 0
 
         @t.observe("changed_only", "stage", "search", "show_inner", "show_llvm")
         def _on_filter(self, change: Any) -> None:
@@ -367,6 +406,8 @@ else:
             with self.hold_sync():
                 if self.show_inner or self.show_llvm:
                     self.load_rows()
+                if self.changed_only:  # the filter computes every change set
+                    self.load_changes()
                 self.visible = self._visible()
                 self._follow_filter([i for i in self.visible if i >= 0])
 
@@ -553,8 +594,15 @@ else:
 
         # ------------------------------------------------------------- display
         def to_text(self) -> str:
-            """The trace table and the selected step, for terminals."""
-            out = self._trace.to_text()
+            """The trace table and the selected step, for terminals. The change columns
+            of rows still waiting for their counts (`changes_pending`) read "…": the
+            text goes with the widget's first view (its fallback), which does not wait."""
+            pending = [r["i"] for r in self.steps if r["summary"] is None
+                       and listing.listed(self._trace[r["i"]])]
+            out = self._trace.to_text(pending=pending)
+            if pending:
+                out += (f"\n(\u2026: the changes of {len(pending)} passes were still "
+                        "being counted when this was shown; trace.to_text() prints them)")
             step = self.step
             if step is not None:
                 out += "\n\nselected: " + step.to_text()

@@ -60,7 +60,8 @@ export function rowTitle(r) {
     : `#${r.n} in the pipeline`;
   const lines = [r.label, `${where}; step ${r.i} of the trace`,
     `stage ${r.stage}; ${ORIGIN[r.origin] || r.origin}`];
-  lines.push(r.failed ? "failed" : r.detail || "no change");
+  lines.push(r.failed ? "failed" : r.summary == null ? "its changes are still being counted"
+    : r.detail || "no change");
   if (r.ms != null) lines.push(`${r.ms.toFixed(2)} ms`);
   return lines.join("\n");
 }
@@ -107,7 +108,9 @@ export function passList(ctx) {
 
   // one row of the list (a pass, an inner step, a wrapper or a disabled entry)
   const rowElement = (r, needle, inner) => {
-    const cls = ["plx-row", r.changed ? "changed" : "same", r.kind];
+    // a large trace sends some rows before their change counts (changes_pending)
+    const counting = r.summary == null && !r.failed;
+    const cls = ["plx-row", counting ? "counting" : r.changed ? "changed" : "same", r.kind];
     if (r.origin === "user") cls.push("user");
     if (r.failed) cls.push("failed");
     // the pass's pipeline position, as the Edit and Pipeline panes number it; a step
@@ -118,7 +121,8 @@ export function passList(ctx) {
       h("span", { class: r.n == null ? "plx-i plx-i-none" : "plx-i", text: r.n == null ? "\u2013" : `#${r.n}` }),
       label,
       h("span", { class: "plx-stage-tag", text: r.stage, title: r.stage }),
-      h("span", { class: "plx-changes", text: r.failed ? "failed" : r.summary }),
+      h("span", { class: "plx-changes",
+                  text: r.failed ? "failed" : counting ? "\u2026" : r.summary }),
       h("span", { class: "plx-ms", text: r.ms == null ? "" : r.ms.toFixed(2) }));
     if (inner) row.style.paddingLeft = `${4 + 12 * r.depth}px`;
     row.title = rowTitle(r);
@@ -222,6 +226,16 @@ export function passList(ctx) {
   });
   ctx.onCleanup(() => clearTimeout(searchTimer));
 
+  // rows drawn without their change counts: the kernel sends them once the first view
+  // is out where it has an event loop; asking covers a kernel without one (none in an
+  // exported page, where every row has its counts)
+  let asked = false;
+  const askChanges = () => {
+    if (asked || !model.get("changes_pending")) return;
+    asked = true;
+    try { if (model.send) model.send({ load: "changes" }); } catch (e) { /* no kernel */ }
+  };
+
   // first render, then follow the model
   indexRows();
   renderStages();
@@ -229,7 +243,9 @@ export function passList(ctx) {
   changedBox.checked = model.get("changed_only");
   innerBox.checked = model.get("show_inner");
   renderList();
+  askChanges();
   on("change:steps", () => { indexRows(); renderList(); });
+  on("change:changes_pending", () => { asked = false; askChanges(); });
   on("change:steps_complete", renderList);
   on("change:stages", renderStages);
   on("change:visible", renderList);

@@ -7,6 +7,7 @@ Each model is made, loaded and built once (a module-scoped fixture, one model at
 
 from __future__ import annotations
 
+import html
 import importlib
 import sys
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import passlab
-from passlab import _tvm
+from passlab import _render, _tvm
 from passlab._tvm.logs import BENIGN
 from passlab.analysis.graph import fused_graph
 
@@ -105,6 +106,33 @@ def test_fused_graph_groups_by_the_models_node_paths(built):
     blocks = [grp.label for grp in g.groups if grp.parent == first]
     assert blocks == ([f"layer1.{i}" for i in range(2)] if built.name.startswith("onnx")
                       else [f"layer1.{i}" for i in range(3)])
+
+
+#: the Explorer's graph pane after FuseTIR, first view: (groups drawn open, closed group
+#: boxes, nodes drawn): DenseNet-121's one group `features` opens on its 4 dense blocks
+#: and 3 transitions, a ResNet's four stages on their blocks
+FIRST_VIEW = {"densenet121": (["features"], 7, 20),
+              "onnx_resnet18": (["/layer1", "/layer2", "/layer3", "/layer4"], 8, 16)}
+
+
+def test_graph_pane_opens_on_its_first_views_groups(built):
+    if built.name not in FIRST_VIEW:
+        pytest.skip("the first view is checked on DenseNet-121 and the ONNX ResNet-18")
+    if _render.layout_program() is None:
+        pytest.skip("needs Graphviz's dot")
+    import json
+    import re
+
+    trace = built.build.trace
+    ex = passlab.Explorer(trace, tab="graph", selected=trace.find("FuseTIR").index)
+    page = ex.graph_html
+    meta = re.search(r'data-open="([^"]*)"', page)
+    assert meta is not None
+    opened = json.loads(html.unescape(meta.group(1)))
+    nodes = len(re.findall(r'<g id="node\d+" class="node', page))
+    assert (opened, page.count('class="node plx-group'), nodes) == FIRST_VIEW[built.name]
+    assert ex.graph_open is None  # the first view's, until a click opens or closes one
+    ex.close()
 
 
 def test_dynamic_sequence_length_runs_at_other_lengths(built):

@@ -218,9 +218,12 @@ else:
                                "by: edges by tensor bytes and kernels by bytes in+out, or "
                                "kernels by TVM's FLOP estimate, or (with a profile) by "
                                "their time per run").tag(sync=True)
-        graph_open = t.List(t.Unicode(), help="source groups drawn open in the graph (their "
-                            "paths: '/layer1', '/layer1/layer1.0'); the others are one box "
-                            "each until a click opens them").tag(sync=True)
+        graph_open = t.List(t.Unicode(), allow_none=True, default_value=None,
+                            help="source groups drawn open in the graph (their paths: "
+                            "'/layer1', '/layer1/layer1.0'); the others are one box each "
+                            "until a click opens them. None: the first view's (groups "
+                            "opened level by level while the drawing stays small)"
+                            ).tag(sync=True)
         provenance_open = t.List(t.Unicode(), allow_none=True, default_value=None,
                                  help="source groups drawn open in both provenance graphs; "
                                  "None: the first view's (groups opened level by level "
@@ -567,7 +570,8 @@ else:
                                            a=self.compare_a, b=self.compare_b,
                                            all_functions=self.diff_all, bounds=self.bounds,
                                            params=self.graph_params,
-                                           overlay=self.graph_overlay, opened=self.graph_open,
+                                           overlay=self.graph_overlay,
+                                           opened=self._graph_opened(tab),
                                            provenance_open=self.provenance_open)
                     setattr(self, f"{tab}_html", out)
                     if tab == "buffers":
@@ -576,6 +580,13 @@ else:
                         self._search_more()
                 finally:
                     self.rendered += 1
+
+        def _graph_opened(self, tab: str) -> list[str] | tuple[str, ...] | None:
+            """The groups the graph pane draws open: `graph_open`, or while that is None
+            the first view's (`PaneRenderer.first_opened`)."""
+            if self.graph_open is not None or tab != "graph":
+                return self.graph_open
+            return self._panes.first_opened(self.selected, self.graph_params)
 
         def render_all(self) -> None:
             """Render every pane for the selected step now (e.g. before saving the

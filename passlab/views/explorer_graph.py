@@ -75,7 +75,12 @@ def pane_html(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | No
     if ov is not None:
         head.append(_legend(ov))
     meta = json.dumps({n.id: n.label for n in nodes})
-    body = f'<div class="plx-graph-meta" hidden data-nodes="{html.escape(meta)}"></div>'
+    # the groups drawn open: a click toggles one from these (the first view's, until the
+    # Explorer's graph_open says otherwise)
+    drawn_open = set(opened)
+    shown = json.dumps([grp.id for grp in groups if grp.id in drawn_open])
+    body = (f'<div class="plx-graph-meta" hidden data-nodes="{html.escape(meta)}" '
+            f'data-open="{html.escape(shown)}"></div>')
     if _render.layout_program():
         try:
             # a graph far deeper than wide drawn left to right: top to bottom, the

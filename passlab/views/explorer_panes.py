@@ -279,6 +279,22 @@ class PaneRenderer:
                 self._graphs.popitem(last=False)
         return g
 
+    def first_opened(self, index: int, params: str = "collapse") -> tuple[str, ...]:
+        """The source groups the graph pane after step `index` opens with
+        (`_graph_groups.first_opened`: level by level from the top while the drawing
+        shows at most ~40 nodes; DenseNet-121's one group `features` opens on its dense
+        blocks); () where there is no graph to group."""
+        from passlab.analysis._graph_groups import first_opened
+
+        step = self.step(index)
+        if step is None or self._no_relax(step) is not None:
+            return ()
+        try:
+            g = self.graph(index, params)
+        except Exception:  # noqa: BLE001 - the pane shows the error itself
+            return ()
+        return first_opened((g,))
+
     def _no_relax(self, step: Step) -> str | None:
         """A note when the module has no Relax function (TVM's TIR stage), else None:
         the graph and the buffers describe Relax functions."""

@@ -54,8 +54,15 @@ export function graphPane(ctx, pane) {
     }
     graphTools.replaceChildren();
     const svg = graphView.querySelector("svg");
+    // the groups drawn open: graph_open, or the first view's, which the drawing names
+    const openNow = () => {
+      const opened = model.get("graph_open");
+      if (opened) return opened;
+      const meta = graphView.querySelector(".plx-graph-meta");
+      try { return meta ? JSON.parse(meta.dataset.open || "[]") : []; } catch { return []; }
+    };
     const pick = (id, elNode) => {
-      const groups = toggledGroups(id, model.get("graph_open") || []);
+      const groups = toggledGroups(id, openNow());
       if (groups) { ask(); send({ graph_open: groups }); return; }  // a group: open/close
       if (isOtherCluster(id)) return;
       for (const n of graphView.querySelectorAll(".plx-picked")) n.classList.remove("plx-picked");

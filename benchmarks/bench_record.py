@@ -10,8 +10,11 @@ plain build.
 `--llvm` measures recording LLVM's own passes instead (`llvm_passes=True`: the lowered
 module compiled a second time while LLVM prints every function a pass changed) against
 the plain build and against LLVM's printing alone (TVM's own build with the same LLVM
-options, standard error to /dev/null: the part that is LLVM's). `--onnx` adds torchvision's
-ResNet-18 written as an ONNX file with `onnx.helper` (weights as graph inputs, 64x64):
+options, standard error to /dev/null: the part that is LLVM's), and the per-kernel
+recording (`llvm_passes="per-kernel"`: each kernel compiled alone, the kernels spread
+over this process and worker processes; `PASSLAB_LLVM_WORKERS=1` keeps them here).
+`--onnx` adds torchvision's ResNet-18 written as an ONNX file with `onnx.helper`
+(weights as graph inputs, 64x64):
 
     .venv/bin/python benchmarks/bench_record.py --llvm --model resnet --onnx --repeat 3
 """
@@ -63,6 +66,10 @@ def _passlab_changed(mod, pipe, tgt):
 
 def _passlab_llvm(mod, pipe, tgt):
     passlab.build(mod, pipe, llvm_passes=True)
+
+
+def _passlab_llvm_per_kernel(mod, pipe, tgt):
+    passlab.build(mod, pipe, llvm_passes="per-kernel")
 
 
 @contextlib.contextmanager
@@ -130,7 +137,8 @@ def variants(full: bool, llvm: bool = False) -> dict:
     if llvm:
         return {"plain build": _plain, "passlab record": _passlab,
                 "passlab record + LLVM's passes": _passlab_llvm,
-                "TVM build, LLVM printing to /dev/null": _llvm_printing_alone}
+                "TVM build, LLVM printing to /dev/null": _llvm_printing_alone,
+                "passlab record + LLVM's passes per kernel": _passlab_llvm_per_kernel}
     v = {"plain build": _plain, "passlab record": _passlab}
     if full:
         tmp = tempfile.mkdtemp(prefix="passlab-dumpir-")
@@ -145,9 +153,9 @@ def variants(full: bool, llvm: bool = False) -> dict:
 
 def print_table(model: str, rows: dict, out=sys.stdout) -> None:
     print(f"\n{model}: ratio = median / median of the plain build", file=out)
-    print(f"{'variant':42} {'median s':>9} {'min-max s':>15} {'ratio':>7}", file=out)
+    print(f"{'variant':44} {'median s':>9} {'min-max s':>15} {'ratio':>7}", file=out)
     for name, r in rows.items():
-        print(f"{name:42} {r['median_s']:9.3f} {r['min_s']:7.3f}-{r['max_s']:<7.3f} "
+        print(f"{name:44} {r['median_s']:9.3f} {r['min_s']:7.3f}-{r['max_s']:<7.3f} "
               f"{r['ratio']:6.2f}x", file=out)
 
 

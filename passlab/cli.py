@@ -185,7 +185,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     status = 0
     try:
-        built = build(mod, pipe, llvm_passes=tuple(args.llvm_kernel) or args.llvm_passes)
+        built = build(mod, pipe, llvm_passes=tuple(args.llvm_kernel) or (
+            "per-kernel" if args.llvm_per_kernel else args.llvm_passes))
         trace = built.trace
     except BuildError as err:
         trace = err.trace
@@ -536,7 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--llvm-passes", action="store_true",
                    help="also record LLVM's own passes (SROA, InstCombine, the vectorizers, "
                         "...) as steps under codegen: the module is compiled a second time "
-                        "while LLVM prints what each pass changed (slow: 5-20x the build)")
+                        "while LLVM prints what each pass changed (slow: 5-35x the build; "
+                        "on a large model use --llvm-per-kernel)")
+    r.add_argument("--llvm-per-kernel", action="store_true",
+                   help="record LLVM's passes of every kernel, each compiled alone, the "
+                        "kernels spread over processes (several times faster than "
+                        "--llvm-passes on a large model; LLVM's module-level passes then see "
+                        "one kernel at a time)")
     r.add_argument("--llvm-kernel", action="append", default=[], metavar="KERNEL",
                    help="record LLVM's passes of this kernel only, compiled alone (much "
                         "faster on a large model; repeatable; implies --llvm-passes)")

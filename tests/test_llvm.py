@@ -162,6 +162,90 @@ def test_reader_keeps_changed_passes_with_before_and_after():
     assert set(reader.final) == {"__tvm_ffi_k"}
 
 
+BEFORE_DUMP = """\
+*** IR Dump At Start ***
+; ModuleID = 'm'
+
+define void @f() {
+entry:
+  ret void
+}
+
+define void @g() {
+entry:
+  ret void
+}
+*** IR Dump Before SROAPass on f ***
+define void @f() {
+entry:
+  ret void
+}
+*** IR Dump After SROAPass on f ***
+define void @f() {
+entry:
+  br label %x
+x:
+  ret void
+}
+*** IR Pass LoopFullUnrollPass invalidated ***
+*** IR Dump After EarlyCSEPass on f omitted because no change ***
+*** IR Dump Before InstCombinePass on f ***
+define void @f() {
+entry:
+  br label %y
+y:
+  ret void
+}
+*** IR Dump After InstCombinePass on f ***
+define void @f() {
+entry:
+  ret void
+}
+*** IR Dump Before GlobalDCEPass on [module] ***
+; ModuleID = 'm'
+
+define void @f() {
+entry:
+  ret void
+}
+
+define void @g() {
+entry:
+  ret void
+}
+*** IR Dump After GlobalDCEPass on [module] ***
+; ModuleID = 'm'
+
+define void @f() {
+entry:
+  ret void
+}
+"""
+
+
+def test_reader_takes_the_text_before_from_llvm():
+    # -print-before-changed: LLVM prints what it compared each change with. A pass LLVM
+    # did not report (it fully unrolled a loop: "invalidated") changed f between its two
+    # printed changes: the second step's text before is LLVM's, not f's previous change
+    reader = L.DumpReader()
+    data = BEFORE_DUMP.encode()
+    for at in range(0, len(data), 5):
+        reader.feed(data[at:at + 5])
+    reader.close()
+    assert reader.headers == 4 and reader.skipped == {"EarlyCSEPass": 1}
+    assert [(d.pass_name, d.skipped) for d in reader.dumps] == [
+        ("SROAPass", 0), ("InstCombinePass", 1), ("GlobalDCEPass", 0)]
+    sroa, inst, dce = reader.dumps
+    ((sym, before, after),) = sroa.changes
+    assert sym == "f" and before is reader.start["f"]  # equal to the kept text: that object
+    assert after.splitlines()[2] == "  br label %x"
+    ((sym, before, after),) = inst.changes
+    assert before.splitlines()[2] == "  br label %y" and before is not sroa.changes[0][2]
+    assert after == reader.start["f"]
+    assert dce.changes == (("g", reader.start["g"], ""),)  # f and the module text: unchanged
+    assert set(reader.final) == {"f"}
+
+
 def test_function_stats_count_instructions_blocks_and_vectors():
     text = textwrap.dedent("""\
         define void @f(ptr %a) {
@@ -302,6 +386,130 @@ def test_one_kernels_llvm_passes_compiled_alone(llvm_build):
     assert named.trace.llvm_summary is None and named.run().shape == (4, 8)
     with pytest.raises(TypeError, match="llvm_passes is True, False, a kernel's name"):
         passlab.build(passlab.models.mlp(), llvm_passes=3)
+
+
+@pytest.fixture(scope="module")
+def per_kernel_build() -> passlab.Build:
+    return passlab.build(passlab.models.mlp(), llvm_passes="per-kernel")
+
+
+def _compute_passes(trace, kernel="fused_matmul_add_relu"):
+    """The passes that changed a kernel's compute function (LLVM's names, without the
+    occurrence) and the text they ended with (metadata numbers aside)."""
+    steps = [(s.name.partition("#")[0], f.after) for s in trace.llvm_steps()
+             for f in s.llvm.functions if f.symbol == f"{kernel}_compute_"]
+    return [n for n, _ in steps], re.sub(r"!\d+", "!N", steps[-1][1])
+
+
+def test_per_kernel_records_every_kernel_compiled_alone(per_kernel_build, llvm_build):
+    trace = per_kernel_build.trace
+    kernels = trace.code.kernels
+    summary = trace.llvm_summary
+    assert summary.kernels == tuple(kernels)
+    assert len(trace.llvm_steps()) == summary.changed
+    assert summary.runs == summary.changed + sum(n for _, n in summary.unchanged)
+    # one module per kernel, recorded one after another in the kernels' order
+    touched = [s.llvm.kernels for s in trace.llvm_steps() if s.llvm.kernels]
+    assert all(len(ks) == 1 for ks in touched)
+    runs = [ks[0] for n, ks in enumerate(touched) if n == 0 or ks != touched[n - 1]]
+    assert runs == list(kernels)
+    for s in trace.llvm_steps():
+        assert all(f.kernel in kernels or HELPERS.match(f.symbol) for f in s.llvm.functions)
+    # the same function passes as the kernel compiled alone, and as in the whole module
+    alone = passlab.build(passlab.models.mlp(), llvm_passes="fused_matmul_add_relu")
+    assert _compute_passes(trace) == _compute_passes(alone.trace) == _compute_passes(
+        llvm_build.trace)
+    assert summary.runs > llvm_build.trace.llvm_summary.runs  # module passes once a kernel
+
+
+@pytest.mark.slow
+def test_cli_records_llvm_passes_per_kernel(tmp_path, capsys):
+    from passlab.cli import main
+
+    assert main(["report", "mlp", "--llvm-per-kernel", "-o", str(tmp_path / "r.html")]) == 0
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("LLVM: "))
+    assert re.fullmatch(r"LLVM: \d+ of its [\d,]+ pass runs changed the IR \([\d.]+ s to "
+                        r"record\)", line)
+
+
+def _recordings(build, **kwargs):
+    """`record_kernels` of every kernel of `build`, texts with TVM's TBAA node names (buffer
+    addresses, different in each process) made equal."""
+    import tvm
+
+    from passlab._tvm.codegen import kernel_of
+    from passlab.recording.codegen import _final_module
+
+    host = _final_module(build.trace, "host_finalize")
+    got = L.record_kernels(host, tvm.target.Target("llvm"), list(build.trace.code.kernels),
+                           kernel_of, **kwargs)
+
+    def norm(text: str) -> str:
+        return re.sub(r'!"0x[0-9a-f]+"', '!"0x"', text)
+
+    return [(r.kernel, r.headers, r.skipped,
+             [(d.pass_name, d.target, d.scope, d.skipped,
+               [(sym, norm(b), norm(a)) for sym, b, a in d.changes]) for d in r.dumps])
+            for r in got]
+
+
+@pytest.mark.slow
+def test_kernels_recorded_by_worker_processes_are_the_same(plain_build):
+    # two worker processes record every kernel while this one only waits
+    assert _recordings(plain_build, workers=2, in_process=False) == _recordings(
+        plain_build, workers=1)
+
+
+@pytest.mark.slow
+def test_kernels_are_recorded_here_when_workers_fail(plain_build, tmp_path, monkeypatch):
+    import os
+    import stat
+
+    expected = _recordings(plain_build, workers=1)
+
+    def python(name: str, script: str) -> str:
+        path = tmp_path / name
+        path.write_text("#!/bin/sh\n" + script)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        return str(path)
+
+    # a worker that cannot start, and one that dies on its first kernel: this process
+    # records every kernel itself
+    for exe in (python("dead", "exit 3\n"), python("dies", "echo ready\nread job\nexit 3\n")):
+        monkeypatch.setattr(sys, "executable", exe)
+        assert _recordings(plain_build, workers=3, in_process=False) == expected
+    # an error in a worker's recording is raised here, naming the kernel
+    monkeypatch.setattr(sys, "executable", python("fails", "echo ready\nread job\n"
+                                                   "echo '{\"error\": \"ValueError: no\"}'\n"))
+    with pytest.raises(RuntimeError, match=r"recording LLVM's passes in a worker process "
+                                           r"failed: kernel \w+: ValueError: no"):
+        _recordings(plain_build, workers=2, in_process=False)
+    monkeypatch.setenv(L.WORKERS_ENV, "0")
+    with pytest.raises(ValueError, match="PASSLAB_LLVM_WORKERS='0': the number of processes"):
+        L.worker_count(None, 4)
+    monkeypatch.setenv(L.WORKERS_ENV, "3")
+    assert (L.worker_count(None, 4), L.worker_count(None, 2), L.worker_count(5, 9)) == (3, 2, 5)
+    monkeypatch.delenv(L.WORKERS_ENV)
+    assert 1 <= L.worker_count(None, 100) <= L.MAX_WORKERS
+    assert os.environ.get(L.WORKERS_ENV) is None
+
+
+@pytest.mark.slow
+def test_per_kernel_workers_leak_nothing():
+    import os
+
+    code = textwrap.dedent("""
+        import passlab
+        b = passlab.build(passlab.models.resnet(image=16, width=8, blocks=(1,)),
+                          llvm_passes="per-kernel")
+        print(len(b.trace.llvm_steps()), len(b.trace.llvm_summary.kernels))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, check=True, env={**os.environ, L.WORKERS_ENV: "2"})
+    assert out.stderr == ""
+    steps, kernels = map(int, out.stdout.split())
+    assert steps > 100 and kernels > 4
 
 
 def test_llvm_steps_by_kernel_and_bad_names(llvm_build):

@@ -22,7 +22,13 @@ module pass) after every pass that changed it, on file descriptor 2, with header
     *** IR Deleted After GlobalDCEPass on f ***
     *** IR Pass PassManager<Function> on f ignored ***
 
-`-print-loop-func-scope` makes a loop pass print its whole function. A built module
+`-print-loop-func-scope` makes a loop pass print its whole function, and
+`-print-before-changed` makes LLVM print, before each such dump, the text it compared it with
+(`*** IR Dump Before <Pass> on <target> ***`): the function as it was just before the
+pass. Without it the text before would have to be the function's previous printed change,
+which misses what LLVM changed without reporting it (a loop pass that fully unrolled or
+deleted its loop prints only "IR Pass ... invalidated") and attribute or metadata
+numbers that moved when another function changed. A built module
 remembers its target (the `tvm_target` module flag) and applies its options again
 whenever LLVM touches it later (assembly text, the JIT at the first call): so the dump is
 made by a second code generation of the same lowered module, whose result is dropped, and
@@ -37,6 +43,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,10 +53,12 @@ from passlab.errors import LlvmOptionError
 __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
            "record_codegen", "split_functions", "function_stats", "vector_types",
            "module_target", "compile_ll", "llvm_version", "FunctionStats", "only_functions",
-           "PRINT_OPTIONS", "MODULE", "LLVM_STAGE"]
+           "PRINT_OPTIONS", "MODULE", "LLVM_STAGE", "KernelRecording", "record_kernels",
+           "worker_count", "WORKERS_ENV", "MAX_WORKERS"]
 
 #: What passlab adds to a build's options to record LLVM's passes.
-PRINT_OPTIONS = ("-print-changed:bool=true", "-print-loop-func-scope:bool=true")
+PRINT_OPTIONS = ("-print-changed:bool=true", "-print-loop-func-scope:bool=true",
+                 "-print-before-changed:bool=true")
 #: The pseudo-function that stands for a module's text outside its function definitions
 #: (globals, declarations, attribute groups, metadata) in a module pass's dump.
 MODULE = "[module]"
@@ -83,6 +92,7 @@ REFUSED = {
     "print-module-scope": "passlab chooses how LLVM prints its passes: build with "
                           "llvm_passes=True",
     "print-loop-func-scope": "passlab sets it itself when it records LLVM's passes",
+    "print-before-changed": "passlab sets it itself when it records LLVM's passes",
     "ir-dump-directory": "LLVM would print into files instead of the stream passlab reads",
 }
 
@@ -216,7 +226,7 @@ class LlvmDump:
 
 
 _HEADER = re.compile(
-    r"^\*\*\* IR (Dump At Start|Dump After|Deleted After|Pass)(?: (.*?))? \*\*\*$")
+    r"^\*\*\* IR (Dump At Start|Dump Before|Dump After|Deleted After|Pass)(?: (.*?))? \*\*\*$")
 _AFTER = re.compile(r"^(.+?) on (.+?)( omitted because no change| filtered out)?$")
 _DEFINE = re.compile(r'^define\b[^@]*@"?([\w.$-]+)"?\(')
 # TVM's own log lines ("[18:51:39] /project/src/...cc:246: Error: ..."): never IR
@@ -270,9 +280,10 @@ def _scope(target: str) -> tuple[str, tuple[str, ...]]:
 class DumpReader:
     """Reads `-print-changed` output as it arrives (`feed` bytes, then `close`)
     and keeps, per pass that changed something, the functions' text before and after
-    (`LlvmDump`): the text before is what the function looked like at its last
-    change, so nothing but each function's current text and the changes are held. Lines
-    that are not LLVM's dump (TVM's log) are handed to `passthrough`.
+    (`LlvmDump`). The text before is LLVM's own (`-print-before-changed`), or, in a
+    dump without it, what the function looked like at its last change; a text before that
+    equals the last one kept is that same string object, so a function's unchanged text is
+    held once. Lines that are not LLVM's dump (TVM's log) are handed to `passthrough`.
 
     `on_dump(dump)` (optional) sees each changed pass as soon as it is read."""
 
@@ -291,27 +302,34 @@ class DumpReader:
         self._pending = b""
         self._head: tuple[str, str] | None = None  # (kind, header text) of the open body
         self._body: list[str] = []
+        self._before: tuple[str, list[str]] | None = None  # LLVM's text before the next dump
         self._since = 0  # no-change runs since the last changed dump
         self._started = False
 
     # ------------------------------------------------------------------ streaming
     def feed(self, chunk: bytes) -> None:
         data = self._pending + chunk
-        *lines, self._pending = data.split(b"\n")
+        cut = data.rfind(b"\n") + 1
+        self._pending = data[cut:]
+        if not cut:
+            return
+        lines = data[:cut].decode("utf-8", "replace").split("\n")
+        lines.pop()  # what follows the last newline: nothing
         passed = []
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
+        body = self._body
+        for line in lines:
             if line.startswith("*** IR "):
                 m = _HEADER.match(line)
                 if m is not None:
                     self._header(m.group(1), m.group(2) or "")
+                    body = self._body
                     continue
-            if self._head is None or _TVM_LOG.match(line):
-                passed.append(raw + b"\n")
+            if self._head is None or (line.startswith("[") and _TVM_LOG.match(line)):
+                passed.append(line)
             else:
-                self._body.append(line)
+                body.append(line)
         if passed and self._passthrough is not None:
-            self._passthrough(b"".join(passed))
+            self._passthrough(("\n".join(passed) + "\n").encode("utf-8", "replace"))
 
     def close(self) -> None:
         if self._pending:
@@ -326,6 +344,8 @@ class DumpReader:
         self._head = None
         if kind == "Dump At Start":
             self._started = True
+            self._head = (kind, text)
+        elif kind == "Dump Before":
             self._head = (kind, text)
         elif kind in ("Dump After", "Deleted After"):
             self.headers += 1
@@ -350,35 +370,61 @@ class DumpReader:
             self._now = {**funcs, MODULE: rest}
             self.start = dict(self._now)
             return
+        if kind == "Dump Before":
+            self._before = (text, lines)
+            return
+        before, self._before = self._before, None
         m = _AFTER.match(text)
         if m is None:
             return
         pass_name, target = m.group(1), m.group(2)
         scope, named = _scope(target)
+        was: dict[str, str] | None = None  # LLVM's text before, per function (and MODULE)
+        if before is not None and before[0] == text:
+            blines = before[1]
+            if scope == "loop" and blines and blines[0].startswith(" (loop:"):
+                blines = blines[1:]
+            bfuncs, brest = split_functions(blines)
+            was = {sym: self._kept(sym, t) for sym, t in bfuncs.items()}
+            if scope == "module":
+                was[MODULE] = self._kept(MODULE, brest)
         changes: list[tuple[str, str, str]] = []
         if kind == "Deleted After":
             for sym in named:
-                changes.append((sym, self._now.pop(sym, ""), ""))
+                old = self._now.pop(sym, "")
+                changes.append((sym, old if was is None else was.get(sym, old), ""))
         else:
             if scope == "loop" and lines and lines[0].startswith(" (loop:"):
                 lines = lines[1:]
             funcs, rest = split_functions(lines)
             if scope == "module":
+                gone = [s for s in (self._now if was is None else was)
+                        if s != MODULE and s not in funcs]
+                for sym in gone:  # gone from the module
+                    old = self._now.pop(sym, "")
+                    changes.append((sym, old if was is None else was[sym], ""))
                 for sym in [s for s in self._now if s != MODULE and s not in funcs]:
-                    changes.append((sym, self._now.pop(sym), ""))  # gone from the module
-                if rest != self._now.get(MODULE, ""):
-                    changes.append((MODULE, self._now.get(MODULE, ""), rest))
-                    self._now[MODULE] = rest
+                    del self._now[sym]
+                prev = self._now.get(MODULE, "") if was is None else was[MODULE]
+                if rest != prev:
+                    changes.append((MODULE, prev, rest))
+                self._now[MODULE] = rest
             for sym, after in funcs.items():
-                before = self._now.get(sym, "")
-                if after != before:
-                    changes.append((sym, before, after))
+                prev = self._now.get(sym, "") if was is None else was.get(sym, "")
+                if after != prev:
+                    changes.append((sym, prev, after))
+                if after != self._now.get(sym):
                     self._now[sym] = after
         dump = LlvmDump(pass_name, target, scope, tuple(changes), self._since)
         self._since = 0
         self.dumps.append(dump)
         if self._on_dump is not None:
             self._on_dump(dump)
+
+    def _kept(self, sym: str, text: str) -> str:
+        """`text`, as the string already kept for `sym` when they are equal."""
+        now = self._now.get(sym)
+        return now if now == text else text
 
     @property
     def final(self) -> dict[str, str]:
@@ -492,6 +538,313 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
         del lib
     readers[0].close()
     return readers[0]
+
+
+#: The environment variable that caps how many processes record kernels' LLVM passes
+#: (`record_kernels`), this one included; 1 records them one after another here.
+WORKERS_ENV = "PASSLAB_LLVM_WORKERS"
+#: At most this many processes by default (each holds TVM: a few hundred MB).
+MAX_WORKERS = 8
+#: Below this much lowered module (its `tvm.ir.save_json` text, all kernels together)
+#: no worker is started unless asked for: measured here, recording takes ~4-5 s per MB
+#: of it and a worker ~3.5 s to import TVM (the MLP, 0.28 MB, records in ~1.3 s alone).
+WORKER_MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class KernelRecording:
+    """What LLVM printed while one kernel's functions were compiled alone
+    (`record_kernels`): the `dumps` of the passes that changed them, the runs that
+    changed nothing per pass (`skipped`), every pass run (`headers`) and the `seconds`
+    its compilation took (in this process or a worker's)."""
+
+    kernel: str
+    dumps: tuple[LlvmDump, ...]
+    skipped: tuple[tuple[str, int], ...]
+    headers: int
+    seconds: float
+
+
+def _recorded(kernel: str, reader: DumpReader, seconds: float) -> KernelRecording:
+    return KernelRecording(kernel, tuple(reader.dumps), tuple(sorted(reader.skipped.items())),
+                           reader.headers, seconds)
+
+
+def worker_count(workers: int | None, jobs: int) -> int:
+    """How many processes `record_kernels` uses for `jobs` kernels: `workers`, or the
+    `PASSLAB_LLVM_WORKERS` environment variable, or the CPUs this process may use (at
+    most `MAX_WORKERS`; `record_kernels` then starts none for a small module); never
+    more than the jobs."""
+    if workers is None:
+        said = os.environ.get(WORKERS_ENV, "").strip()
+        if said:
+            if not said.isdigit() or int(said) < 1:
+                raise ValueError(f"{WORKERS_ENV}={said!r}: the number of processes that "
+                                 "record kernels' LLVM passes is an integer >= 1 (1: one "
+                                 "after another in this process)")
+            workers = int(said)
+        else:
+            try:
+                cpus = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                cpus = os.cpu_count() or 1
+            workers = min(cpus, MAX_WORKERS)
+    return max(1, min(workers, jobs))
+
+
+def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
+                   kernel_of: Callable[[str, Sequence[str]], str | None],
+                   options: Sequence[str] = (), workers: int | None = None,
+                   on_kernel: Callable[[int, int], None] | None = None,
+                   in_process: bool = True) -> list[KernelRecording]:
+    """`record_codegen` of each of `kernels` compiled alone: the functions of
+    `host_mod` whose symbol `kernel_of(symbol, [kernel])` maps to it. One LLVM module
+    per kernel costs far less than the whole module's recording (LLVM's printing of a
+    function takes time in proportion to the module around it), and the kernels are
+    spread over `worker_count(workers, ...)` processes: this one, which starts on the
+    largest kernel at once, and worker processes (`python -c`, TVM imported afresh)
+    that take the next ones as soon as they are ready (none for a module smaller than
+    `WORKER_MIN_BYTES`, unless `workers` or `PASSLAB_LLVM_WORKERS` asks for them).
+    Results in the order of `kernels`. `on_kernel(done, total)` is called here between kernels. A worker that
+    dies hands its kernel back; an error in a kernel's recording raises here, once every
+    worker is stopped. `in_process=False`: with more than one process, this one only
+    waits for the workers (and records what they could not)."""
+    import tvm
+
+    def of(kernel: str) -> Callable[[str], bool]:
+        return lambda name: kernel_of(name, [kernel]) is not None
+
+    jobs = [(k, only_functions(host_mod, of(k))) for k in kernels]
+    count = worker_count(workers, len(jobs))
+    results: list[KernelRecording | None] = [None] * len(jobs)
+
+    def here(i: int) -> None:
+        kernel, mod = jobs[i]
+        start = time.perf_counter()
+        reader = record_codegen(mod, tgt, options)
+        results[i] = _recorded(kernel, reader, time.perf_counter() - start)
+
+    if count <= 1:
+        return _one_by_one(jobs, here, results, on_kernel)
+    texts = [tvm.ir.save_json(mod) for _, mod in jobs]
+    if workers is None and not os.environ.get(WORKERS_ENV, "").strip() and in_process \
+            and sum(map(len, texts)) < WORKER_MIN_BYTES:
+        return _one_by_one(jobs, here, results, on_kernel)  # quicker than a worker's start
+    pool = _Pool(count - (1 if in_process else 0), tvm.ir.save_json(tgt), tuple(options),
+                 jobs, texts, results)
+    try:
+        if not in_process:
+            pool.wait()
+        while True:
+            i = pool.take(wait=True)
+            if i is None:
+                break
+            here(i)
+            if on_kernel is not None:
+                on_kernel(sum(r is not None for r in results), len(jobs))
+    finally:
+        pool.stop()
+    pool.raise_failure()
+    return [r for r in results if r is not None]
+
+
+def _one_by_one(jobs: Sequence[Any], here: Callable[[int], None],
+                results: list[KernelRecording | None],
+                on_kernel: Callable[[int, int], None] | None) -> list[KernelRecording]:
+    for i in range(len(jobs)):
+        here(i)
+        if on_kernel is not None:
+            on_kernel(i + 1, len(jobs))
+    return [r for r in results if r is not None]
+
+
+class _Pool:
+    """The worker processes of `record_kernels` and the queue of kernels they share
+    with this process (largest first), each worker fed by a thread of its own."""
+
+    def __init__(self, count: int, target: str, options: tuple[str, ...],
+                 jobs: Sequence[tuple[str, Any]], texts: Sequence[str],
+                 results: list[KernelRecording | None]) -> None:
+        import subprocess
+        import tempfile
+        from collections import deque
+
+        self.jobs, self.texts, self.results = jobs, texts, results
+        self.target, self.options = target, options
+        self.queue = deque(sorted(range(len(jobs)), key=lambda i: -len(texts[i])))
+        self.cond = threading.Condition()
+        self.inflight = 0
+        self.errors: list[str] = []
+        self.procs: list[Any] = []
+        self.logs: list[Any] = []
+        self.threads: list[threading.Thread] = []
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+        for _ in range(count):
+            log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", "from passlab._tvm.llvm import _serve; _serve()"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+            except OSError:  # no Python to start: this process records every kernel
+                log.close()
+                break
+            self.procs.append(proc)
+            self.logs.append(log)
+            thread = threading.Thread(target=self._feed, args=(proc,), daemon=True,
+                                      name="passlab-llvm-worker")
+            thread.start()
+            self.threads.append(thread)
+
+    def take(self, wait: bool = False) -> int | None:
+        """The next kernel to record, or None when there is none left (with `wait`:
+        none left and none being recorded by a worker, which could hand one back)."""
+        with self.cond:
+            while wait and not self.queue and self.inflight:
+                self.cond.wait(0.5)
+            return self.queue.popleft() if self.queue and not self.errors else None
+
+    def wait(self) -> None:
+        """Until the workers have recorded every kernel, or none of them is left."""
+        with self.cond:
+            while (self.queue or self.inflight) and not self.errors \
+                    and any(t.is_alive() for t in self.threads):
+                self.cond.wait(0.5)
+
+    def _feed(self, proc: Any) -> None:
+        import json
+
+        try:
+            if proc.stdout.readline().strip() != b"ready":
+                return  # it could not start (its log says why): the others go on
+            while True:
+                with self.cond:
+                    if not self.queue or self.errors:
+                        return
+                    i = self.queue.popleft()
+                    self.inflight += 1
+                done = False
+                try:
+                    proc.stdin.write(json.dumps(dict(
+                        kernel=self.jobs[i][0], module=self.texts[i], target=self.target,
+                        options=list(self.options))).encode() + b"\n")
+                    proc.stdin.flush()
+                    line = proc.stdout.readline()
+                    if line:
+                        answer = json.loads(line)
+                        if answer.get("error"):
+                            self.errors.append(f"kernel {self.jobs[i][0]}: {answer['error']}")
+                        else:
+                            self.results[i] = _from_wire(self.jobs[i][0], answer)
+                        done = True
+                finally:
+                    with self.cond:
+                        if not done:
+                            self.queue.appendleft(i)  # the worker died: another takes it
+                        self.inflight -= 1
+                        self.cond.notify_all()
+                if not done:
+                    return
+        except (OSError, ValueError):
+            return
+        finally:
+            _stop(proc)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            _stop(proc)
+        for thread in self.threads:
+            thread.join(5)
+        for log in self.logs:  # what workers said that was not LLVM's dump goes on
+            try:
+                log.seek(0)
+                said = log.read()
+                log.close()
+            except OSError:
+                continue
+            if said and not self.errors:
+                try:
+                    sys.stderr.flush()
+                    os.write(2, said)
+                except OSError:
+                    pass
+
+    def raise_failure(self) -> None:
+        if self.errors:
+            raise RuntimeError("recording LLVM's passes in a worker process failed: "
+                               + "; ".join(self.errors))
+
+
+def _stop(proc: Any) -> None:
+    """End a worker (killed first: closing a pipe another thread reads would wait for it)."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(5)
+    except Exception:  # noqa: BLE001 - a process that does not end after a kill: left
+        pass
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            pipe.close()
+        except (OSError, ValueError):
+            pass
+
+
+def _to_wire(reader: DumpReader, seconds: float) -> dict[str, Any]:
+    """A recording as JSON data, each distinct text once."""
+    ids: dict[str, int] = {}
+    texts: list[str] = []
+
+    def tid(text: str) -> int:
+        found = ids.get(text)
+        if found is None:
+            found = ids[text] = len(texts)
+            texts.append(text)
+        return found
+
+    dumps = [[d.pass_name, d.target, d.scope, d.skipped,
+              [[sym, tid(b), tid(a)] for sym, b, a in d.changes]] for d in reader.dumps]
+    return dict(texts=texts, dumps=dumps, skipped=sorted(reader.skipped.items()),
+                headers=reader.headers, seconds=seconds)
+
+
+def _from_wire(kernel: str, data: dict[str, Any]) -> KernelRecording:
+    texts = data["texts"]
+    dumps = tuple(LlvmDump(p, t, sc, tuple((sym, texts[b], texts[a])
+                                           for sym, b, a in changes), sk)
+                  for p, t, sc, sk, changes in data["dumps"])
+    return KernelRecording(kernel, dumps, tuple((n, c) for n, c in data["skipped"]),
+                           data["headers"], data["seconds"])
+
+
+def _serve() -> None:
+    """A worker process of `record_kernels`: says "ready" once TVM is imported, then
+    reads one JSON job a line (a kernel's lowered module and the target, as
+    `tvm.ir.save_json` wrote them, and the LLVM options) and answers each with one JSON
+    line, the recording or the error; it ends at the end of its input (its parent
+    closed it, or died)."""
+    import json
+
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything else printed goes where stderr goes, never into the answers
+    import tvm
+
+    out.write(b"ready\n")
+    out.flush()
+    for line in sys.stdin.buffer:
+        job = json.loads(line)
+        try:
+            mod, tgt = tvm.ir.load_json(job["module"]), tvm.ir.load_json(job["target"])
+            start = time.perf_counter()
+            reader = record_codegen(mod, tgt, job["options"])
+            answer = _to_wire(reader, time.perf_counter() - start)
+        except Exception as exc:  # noqa: BLE001 - said to the parent, which raises it
+            from passlab.errors import first_line
+
+            answer = dict(error=f"{type(exc).__name__}: {first_line(exc)}")
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
 
 
 def only_functions(mod: Any, keep: Callable[[str], bool]) -> Any:

@@ -117,9 +117,12 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         LLVM IR before and after and its kernel. The lowered module is compiled a second
         time while LLVM prints what each pass changed (read as it streams, never shown);
         the executable is the build's own. `pipeline.with_llvm_passes()` asks for it too.
-        A kernel name, or a list of them: only those kernels' LLVM passes, compiled
-        without the others (much faster on a large model; LLVM's module-level passes then
-        see those kernels alone).
+        A kernel name, or a list of them: only those kernels' LLVM passes, each kernel
+        compiled alone; `"per-kernel"`: every kernel's, each compiled alone. Much faster
+        on a large model (LLVM's printing of a function costs in proportion to the module
+        around it), the kernels spread over processes (`PASSLAB_LLVM_WORKERS` caps them;
+        1: one after another here); the same function passes, LLVM's module-level passes
+        then seeing one kernel at a time.
 
     Returns
     -------
@@ -214,7 +217,8 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
 
 
 def _llvm_kernels(llvm_passes: Any) -> bool | tuple[str, ...]:
-    """`llvm_passes` as `build` uses it: True/False, or the kernels' names (a tuple)."""
+    """`llvm_passes` as `build` uses it: True/False, or the kernels' names (a tuple;
+    `("per-kernel",)` for every kernel)."""
     if isinstance(llvm_passes, bool):
         return llvm_passes
     if isinstance(llvm_passes, str):
@@ -224,8 +228,8 @@ def _llvm_kernels(llvm_passes: Any) -> bool | tuple[str, ...]:
     except TypeError:
         names = ()
     if not names or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"llvm_passes is True, False, a kernel's name or a list of kernel "
-                        f"names, not {llvm_passes!r}")
+        raise TypeError(f"llvm_passes is True, False, a kernel's name, a list of kernel "
+                        f"names or 'per-kernel', not {llvm_passes!r}")
     return names
 
 

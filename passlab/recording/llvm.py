@@ -27,10 +27,13 @@ from passlab._tvm import llvm as _llvm
 from passlab.recording.trace import Changes, Step, Trace
 
 __all__ = ["LlvmFunction", "LlvmChange", "LlvmSummary", "llvm_steps", "with_llvm_steps",
-           "LLVM_STAGE", "MODULE"]
+           "LLVM_STAGE", "MODULE", "PER_KERNEL"]
 
 LLVM_STAGE = _llvm.LLVM_STAGE
 MODULE = _llvm.MODULE
+#: `build(..., llvm_passes=PER_KERNEL)`: every kernel's LLVM passes, each kernel
+#: compiled alone (a name no TIR kernel can have).
+PER_KERNEL = "per-kernel"
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,9 @@ class LlvmSummary:
     unchanged: tuple[tuple[str, int], ...]
     seconds: float
     kernels: tuple[str, ...] = ()
-    """The kernels whose LLVM passes were recorded, compiled without the others
-    (`llvm_passes=["kernel", ...]`); empty: the whole module, as the build compiled it."""
+    """The kernels whose LLVM passes were recorded, each compiled alone
+    (`llvm_passes=["kernel", ...]` or `"per-kernel"`); empty: the whole module, as the
+    build compiled it."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(options=list(self.options), runs=self.runs, changed=self.changed,
@@ -146,15 +150,18 @@ def llvm_steps(dumps: Sequence[Any], kernels: Sequence[str], parent: Step,
 
 
 def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
-                    progress: Any = None, kernels: Sequence[str] = ()) -> Trace:
+                    progress: Any = None, kernels: Sequence[str] | str = ()) -> Trace:
     """`trace` (a finished build's, ending in its `codegen` step) with LLVM's passes
     as steps after that step: the lowered host module (the `host_finalize` stage's
     output, what TVM's code generator received) is compiled again with `options` and
     LLVM's change printing, read as it streams; the build's own executable is not
-    touched. With `kernels`, only those kernels' functions are compiled (LLVM's
-    module-level passes then see them alone: faster on a large model, the same function
-    passes). `progress` (a `passlab._progress.Bar` or None) says so before and after;
-    not during: a bar on a terminal writes to descriptor 2, which LLVM's dump then holds."""
+    touched. With `kernels` (names, or `PER_KERNEL` for all of them), each of those
+    kernels' functions is compiled alone, the kernels spread over processes
+    (`passlab._tvm.llvm.record_kernels`): far faster on a large model, the same function
+    passes, LLVM's module-level passes then seeing one kernel at a time; its steps
+    follow the kernels' order. `progress` (a `passlab._progress.Bar` or None) says so
+    before, between kernels and after; never while LLVM prints: a bar on a terminal
+    writes to descriptor 2, which LLVM's dump then holds."""
     from passlab.recording.codegen import _final_module
 
     code_step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
@@ -168,25 +175,44 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
                          "module TVM's code generator receives): build with passlab's own "
                          "TIR pipeline (tir_pipeline=None) to record LLVM's passes")
     compiled = code_step.code.kernels
-    if kernels:
-        for k in kernels:
-            if k not in compiled:
-                from passlab.errors import unknown
+    if isinstance(kernels, str):
+        kernels = (kernels,)
+    if PER_KERNEL in kernels:
+        kernels = tuple(compiled)
+    for k in kernels:
+        if k not in compiled:
+            from passlab.errors import unknown
 
-                raise unknown("kernel", k, compiled,
-                              extra="(llvm_passes= takes the names of compiled TIR kernels)")
-        host = _llvm.only_functions(host, lambda name: _codegen.kernel_of(name, kernels)
-                                    is not None)
+            raise unknown("kernel", k, compiled,
+                          extra=f"(llvm_passes= takes the names of compiled TIR kernels, or "
+                                f"{PER_KERNEL!r} for each of them alone)")
+    kernels = tuple(dict.fromkeys(kernels))
     if progress is not None:
-        progress.note("recording LLVM's passes (a second code generation that prints)")
+        progress.note("recording LLVM's passes (a second code generation that prints"
+                      + (f", {len(kernels)} kernels each alone)" if kernels else ")"))
         progress.redraw()
     start = time.perf_counter()
-    reader = _llvm.record_codegen(host, tgt, options)
+    if kernels:
+        def between(done: int, total: int) -> None:
+            if progress is not None:
+                progress.note(f"recording LLVM's passes: {done} of {total} kernels")
+                progress.redraw()
+
+        parts = _llvm.record_kernels(host, tgt, kernels, _codegen.kernel_of, options,
+                                     on_kernel=between)
+        dumps = [d for p in parts for d in p.dumps]
+        runs = sum(p.headers for p in parts)
+        unchanged: dict[str, int] = {}
+        for p in parts:
+            for name, n in p.skipped:
+                unchanged[name] = unchanged.get(name, 0) + n
+    else:
+        reader = _llvm.record_codegen(host, tgt, options)
+        dumps, runs, unchanged = reader.dumps, reader.headers, reader.skipped
     seconds = time.perf_counter() - start
     if progress is not None:
-        progress.note(f"LLVM: {len(reader.dumps)} of {reader.headers} pass runs changed "
-                      "the IR")
-    steps = llvm_steps(reader.dumps, compiled, code_step, len(trace), code_step._hash)
-    summary = LlvmSummary(tuple(options), reader.headers, len(reader.dumps),
-                          tuple(sorted(reader.skipped.items())), seconds, tuple(kernels))
+        progress.note(f"LLVM: {len(dumps)} of {runs} pass runs changed the IR")
+    steps = llvm_steps(dumps, compiled, code_step, len(trace), code_step._hash)
+    summary = LlvmSummary(tuple(options), runs, len(dumps), tuple(sorted(unchanged.items())),
+                          seconds, tuple(kernels))
     return Trace([*trace, *steps], {**trace._meta, "llvm": summary}, adopt=True)

@@ -618,8 +618,9 @@ def test_the_first_run_loads_the_machine_code_and_says_what_it_took():
 
 def test_a_progress_bar_of_the_runs(mlp_build, capsys):
     # drawn after half a second (a quick profile shows none): 20 in-place + 20 plain
-    # rounds of 20 ms timings
-    mlp_build.profile(repeat=20, budget_s=0, alone=False, min_repeat_ms=20, progress=True)
+    # rounds, the plain ones timed for at least 100 ms each (2 s in all: the in-place
+    # runs of the MLP take microseconds, so 20 ms plain rounds could end within 0.5 s)
+    mlp_build.profile(repeat=20, budget_s=0, alone=False, min_repeat_ms=100, progress=True)
     err = capsys.readouterr().err
     assert "profiling forward" in err and "40/40" in err
     mlp_build.profile(repeat=2, budget_s=0, alone=False, progress=False)

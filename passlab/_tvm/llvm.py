@@ -38,7 +38,6 @@ the executable comes from the build's own, option-free code generation.
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import os
 import re
 import sys
@@ -48,6 +47,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from passlab._tvm import logs
 from passlab.errors import LlvmOptionError
 
 __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
@@ -443,24 +443,12 @@ def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
     the pipe of an enclosing capture). `make(write_back)` instead gives the consumer that
     function before anything is read. Where descriptor 2 cannot be redirected, nothing is
     captured and the writer drops what it is given."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield lambda data: None
-        return
-    read_end, write_end = os.pipe()
-    try:  # a larger pipe: LLVM writes in small pieces, the reader takes them in large ones
-        import fcntl
-
-        fcntl.fcntl(write_end, 1031, 1 << 20)  # F_SETPIPE_SZ (Linux)
-    except (ImportError, OSError):
-        pass
     done = threading.Event()  # the block is over: descriptor 2 is the previous target again
+    target: list[int] = []  # the previous target's descriptor, once redirected
 
     def write_back(data: bytes) -> None:
         try:
-            os.write(2 if done.is_set() else saved, data)
+            os.write(2 if done.is_set() or not target else target[0], data)
         except OSError:
             pass
 
@@ -469,7 +457,8 @@ def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
     assert consume is not None
     failed: list[BaseException] = []
 
-    def pump() -> None:
+    def pump(read_end: int, saved: int) -> None:
+        target.append(saved)  # before the first chunk: the consumer may write back
         while True:
             try:
                 chunk = os.read(read_end, 1 << 20)
@@ -485,27 +474,10 @@ def _fd2_to(consume: Callable[[bytes], None] | None = None, *,
             except BaseException as exc:  # noqa: BLE001 - raised after the block; the
                 failed.append(exc)  # pipe must be drained meanwhile
 
-    reader = threading.Thread(target=pump, name="passlab-llvm-dump", daemon=True)
-    reader.start()
-    fault = faulthandler.is_enabled()
-    if fault:  # a crash report must reach the real stderr, not a pipe nobody reads then
-        faulthandler.enable(file=saved)
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    try:
-        yield write_back
-    finally:
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-        os.dup2(saved, 2)  # closes the pipe's last write end: the reader sees the end
-        reader.join()
-        if fault:
-            faulthandler.enable(file=sys.__stderr__ or 2)
-        done.set()
-        os.close(saved)
-        os.close(read_end)
+    # a pipe of 1 MB: LLVM writes in small pieces, the reader takes them in large ones
+    with logs.fd2_into_pipe(pump, name="passlab-llvm-dump", pipe_bytes=1 << 20,
+                            restored=done) as saved:
+        yield write_back if saved is not None else (lambda data: None)
     if failed:
         raise failed[0]
 

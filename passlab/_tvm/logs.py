@@ -17,9 +17,9 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-__all__ = ["BENIGN", "sorted_stderr"]
+__all__ = ["BENIGN", "fd2_into_pipe", "sorted_stderr"]
 
 #: Messages TVM 0.27 logs on builds that are fine, with the sentence a reader gets instead.
 BENIGN: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -50,6 +50,56 @@ def _benign(line: str) -> str | None:
 
 
 @contextlib.contextmanager
+def fd2_into_pipe(pump: Callable[[int, int], None], *, name: str, pipe_bytes: int = 0,
+                  join_timeout: float | None = None,
+                  restored: threading.Event | None = None) -> Iterator[int | None]:
+    """Inside the block, file descriptor 2 (where C++ writes, below `sys.stderr`) is a
+    pipe that `pump(read_end, saved)` drains in a daemon thread named `name`; `saved` is a
+    descriptor of the previous target (the real stderr, or an enclosing block's pipe).
+    Yields `saved`, or None (and captures nothing) where descriptor 2 cannot be
+    redirected. On the way out descriptor 2 is put back, which closes the pipe's last
+    write end, the reader is joined (at most `join_timeout` seconds) and `restored` is set
+    before `saved` is closed. A crash report (faulthandler) goes to the real stderr."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield None
+        return
+    read_end, write_end = os.pipe()
+    if pipe_bytes:  # a larger pipe: a writer of small pieces, a reader of large ones
+        try:
+            import fcntl
+
+            fcntl.fcntl(write_end, 1031, pipe_bytes)  # F_SETPIPE_SZ (Linux)
+        except (ImportError, OSError):
+            pass
+    reader = threading.Thread(target=pump, args=(read_end, saved), name=name, daemon=True)
+    reader.start()
+    fault = faulthandler.is_enabled()
+    if fault:  # a crash report must reach the real stderr, not a pipe nobody reads then
+        faulthandler.enable(file=saved)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield saved
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)  # closes the pipe's last write end: the reader sees the end
+        reader.join(timeout=join_timeout)
+        if fault:
+            faulthandler.enable(file=sys.__stderr__ or 2)
+        if restored is not None:
+            restored.set()
+        os.close(saved)
+        if not reader.is_alive():
+            os.close(read_end)
+
+
+@contextlib.contextmanager
 def sorted_stderr() -> Iterator[list[str]]:
     """Inside the block, TVM's benign log lines are collected (deduplicated, with a count
     when repeated) into the list it yields; every other byte written to descriptor 2 is
@@ -57,18 +107,9 @@ def sorted_stderr() -> Iterator[list[str]]:
     descriptor 2 cannot be redirected. An inner block (a target made during a build) hands
     what it kept to the block around it, so the build's list says everything once."""
     kept: list[str] = []
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield kept
-        return
-    read_end, write_end = os.pipe()
     counts: dict[str, int] = {}
-    stack = _open.__dict__.setdefault("counts", [])
-    stack.append(counts)
 
-    def pump() -> None:
+    def pump(read_end: int, saved: int) -> None:
         pending = b""
         while True:
             try:
@@ -91,30 +132,19 @@ def sorted_stderr() -> Iterator[list[str]]:
         if pending:
             os.write(saved, pending)
 
-    reader = threading.Thread(target=pump, name="passlab-stderr", daemon=True)
-    reader.start()
-    fault = faulthandler.is_enabled()
-    if fault:  # a crash report must reach the real stderr, not a pipe nobody reads then
-        faulthandler.enable(file=saved)
-    os.dup2(write_end, 2)
-    os.close(write_end)
+    stack = _open.__dict__.setdefault("counts", [])
+    redirected = False
     try:
-        yield kept
-    finally:
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-        os.dup2(saved, 2)  # closes the pipe's last write end: the reader sees the end
-        reader.join(timeout=5)
-        if fault:
-            faulthandler.enable(file=sys.__stderr__ or 2)
-        os.close(saved)
-        if not reader.is_alive():
-            os.close(read_end)
-        del stack[next(i for i, c in enumerate(stack) if c is counts)]  # not by ==
-        if stack:  # inside another block: that one reports them
-            for sentence, n in counts.items():
-                stack[-1][sentence] = stack[-1].get(sentence, 0) + n
-        else:
-            kept.extend(s if n == 1 else f"{s} (x{n})" for s, n in counts.items())
+        with fd2_into_pipe(pump, name="passlab-stderr", join_timeout=5) as saved:
+            if saved is not None:
+                stack.append(counts)
+                redirected = True
+            yield kept
+    finally:  # after the reader's end: every line it sorted is counted
+        if redirected:
+            del stack[next(i for i, c in enumerate(stack) if c is counts)]  # not by ==
+            if stack:  # inside another block: that one reports them
+                for sentence, n in counts.items():
+                    stack[-1][sentence] = stack[-1].get(sentence, 0) + n
+            else:
+                kept.extend(s if n == 1 else f"{s} (x{n})" for s, n in counts.items())

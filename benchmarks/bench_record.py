@@ -17,6 +17,9 @@ over this process and worker processes; `PASSLAB_LLVM_WORKERS=1` keeps them here
 (weights as graph inputs, 64x64):
 
     .venv/bin/python benchmarks/bench_record.py --llvm --model resnet --onnx --repeat 3
+
+`--only TEXT` keeps the variants whose name contains TEXT (and the plain build), e.g.
+`--llvm --only "per kernel"` leaves out the whole-module recording (minutes on a ResNet).
 """
 
 from __future__ import annotations
@@ -168,13 +171,18 @@ def main(argv=None) -> int:
                     help="the cost of llvm_passes=True (and of LLVM's printing alone)")
     ap.add_argument("--onnx", action="store_true",
                     help="also torchvision's ResNet-18 as an ONNX file (onnx.helper)")
+    ap.add_argument("--only", action="append", metavar="TEXT",
+                    help="only the variants whose name contains TEXT (repeatable; the "
+                    "plain build is always measured: it is the ratios' base)")
     ap.add_argument("--json", help="write the results here as JSON")
     args = ap.parse_args(argv)
     results = {}
     models = list(args.model or ["resnet"]) + ([_onnx_model()] if args.onnx else [])
     for model in models:
         name = "onnx-resnet18" if model.endswith(".onnx") else model
-        results[name] = measure(model, args.repeat, variants(not args.quick, args.llvm))
+        chosen = {k: v for k, v in variants(not args.quick, args.llvm).items()
+                  if k == "plain build" or not args.only or any(t in k for t in args.only)}
+        results[name] = measure(model, args.repeat, chosen)
         print_table(name, results[name])
     if args.json:
         with open(args.json, "w") as f:

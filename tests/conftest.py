@@ -40,12 +40,17 @@ def expect():
 #: modules whose parametrized tests are split by their parameter over the workers: a
 #: corpus model's tests (its module-scoped build) go together, each notebook on its own
 _SPLIT = {"tests/test_corpus.py", "tests/test_notebooks.py"}
+#: tests run in another module's unit, to share its build (tests/corpus.py's build_once)
+_JOINS = {"tests/test_trace_store.py::test_densenet_and_a_trace_twice_its_size_save_and_"
+          "load_within_the_budget": "tests/test_corpus.py[densenet121]"}
 
 
 def _scope(nodeid: str) -> str:
     """A test's unit of work under ``-n N --dist loadscope``: its module, so that
     module-scoped fixtures are made once, except in :data:`_SPLIT`, where the parameter
     (``[resnet50]``) is the unit."""
+    if nodeid in _JOINS:
+        return _JOINS[nodeid]
     module = nodeid.split("::", 1)[0]
     if module in _SPLIT and nodeid.endswith("]"):
         return f"{module}[{nodeid.rsplit('[', 1)[1]}"

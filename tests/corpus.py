@@ -24,6 +24,7 @@ while they are imported (for Pillow, which ``torchvision.transforms`` imports).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -300,6 +301,14 @@ def _export(module: Any, example: Any, dynamic: bool) -> Any:
         shapes = {k: {1: seq} for k in kwargs}
     with torch.no_grad():
         return torch.export.export(module, args, kwargs, dynamic_shapes=shapes)
+
+
+@functools.lru_cache(maxsize=1)
+def build_once(name: str) -> Built:
+    """:func:`build` of `name`, kept until another model is built in this process: the
+    corpus tests and tests/test_trace_store.py's DenseNet test share one build
+    (tests/conftest.py schedules them on one worker)."""
+    return build(name)
 
 
 def build(name: str, workdir: Path | None = None) -> Built:

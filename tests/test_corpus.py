@@ -35,7 +35,7 @@ def built(request) -> corpus.Built:
         pytest.skip(f"no torchvision in {corpus.TORCHVISION_DIR}: `make` installs it")
     if name.startswith("onnx"):
         pytest.importorskip("onnxruntime", reason="needs passlab[onnx]")
-    return corpus.build(name)
+    return corpus.build_once(name)
 
 
 def test_build_prints_nothing(built):

@@ -387,18 +387,29 @@ _LONG = re.compile(r"[\w.]{16,}")
 
 def soft_breaks(markup: str) -> str:
     """A line of code's HTML with places to wrap (`<wbr>`, copied as nothing) after each
-    "(", "[" and "," (not before a space or a closing bracket), and after the "." and "_" inside a long name (16 characters or
-    more, 5 from either end): a half-width column of a side-by-side diff wraps a long
-    call between its arguments or at a name's parts, never inside a word. Only the text
-    between tags is touched (it is escaped: no "<" in it)."""
+    "(", "[" and "," (not before a space or a closing bracket), and after the "." and "_"
+    inside a long name (16 characters or more, 5 from either end): a half-width column of
+    a side-by-side diff wraps a long call between its arguments or at a name's parts,
+    never inside a word. Only the text between tags is touched (it is escaped: no "<" in
+    it)."""
+    if "<" not in markup:  # no tags (a report's diffs are not highlighted)
+        return _text_breaks(markup)
     parts = _TAG.split(markup)
     for k in range(0, len(parts), 2):
         if parts[k]:
-            text = _LONG.sub(lambda m: "".join(
-                c + ("<wbr>" if c in "._" and 5 <= i < len(m.group(0)) - 5 else "")
-                for i, c in enumerate(m.group(0))), parts[k])
-            parts[k] = _AFTER.sub(r"\1<wbr>", text)
+            parts[k] = _text_breaks(parts[k])
     return "".join(parts)
+
+
+def _long_breaks(m: re.Match[str]) -> str:
+    name = m.group(0)
+    end = len(name) - 5
+    return "".join(c + "<wbr>" if c in "._" and 5 <= i < end else c
+                   for i, c in enumerate(name))
+
+
+def _text_breaks(text: str) -> str:
+    return _AFTER.sub(r"\1<wbr>", _LONG.sub(_long_breaks, text))
 
 
 def _soft(code: Any) -> Any:

@@ -13,11 +13,13 @@ pass, Compare, Edit) the page names in a note; `full=True` keeps whole diffs.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,13 +268,13 @@ def _inline_svg(pane: str) -> str:
     return re.sub(r"<svg\b[^>]*>", lambda m: _XMLNS.sub("", m.group(0)), pane)
 
 
-def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
-                     snaps: list[_snapshots.Snapshot]) -> None:
-    """Graph, kernel panel and buffers of the key snapshots: each drawn with the weights
-    folded and shown, the first (after fusion) also coloured by bytes and by FLOPs (a
-    drawing is a layout run: most of a report's time); the kernel panel of the first
-    (its kernels are the same whichever way the weights are drawn; the later snapshots'
-    nodes fall back to it by node id)."""
+def _snapshot_drawings(renderer: panes.PaneRenderer, snaps: list[_snapshots.Snapshot],
+                       layouts: _Layouts) -> tuple[dict[str, Future[str]], list[bool]]:
+    """The graph panes of the key snapshots, their layouts started in `layouts`: each
+    drawn with the weights folded and shown, the first (after fusion) also coloured by
+    bytes and by FLOPs (a drawing is a layout run: most of a report's time). Returns the
+    panes to come by key, and whether each snapshot's graph is small enough for every
+    drawing."""
     drawings: dict[str, Any] = {}
     smalls = []
     for k, snap in enumerate(snaps):
@@ -286,10 +288,16 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
             for overlay in OVERLAYS if params == "collapse" and k == 0 and small else ("none",):
                 drawings[f"graph:{i}:{params}:{overlay}"] = (
                     _drawing(renderer, snap.step, params, overlay), snap.step.label)
-    with renderer.laying_out():  # layouts kept beside the trace's file, if it has one
-        laid_out = _laid_out(drawings)
-    for key, pane in laid_out.items():
-        data.add(key, _inline_svg(pane))
+    return layouts.start(drawings), smalls
+
+
+def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
+                     snaps: list[_snapshots.Snapshot], graphs: dict[str, Future[str]],
+                     smalls: list[bool]) -> None:
+    """Kernel panel and buffers of the key snapshots, then their graph panes (`graphs`,
+    laid out meanwhile): the kernel panel of the first (its kernels are the same
+    whichever way the weights are drawn; the later snapshots' nodes fall back to it by
+    node id)."""
     for k, snap in enumerate(snaps):
         i, small = snap.step.index, smalls[k]
         try:  # a kernel's links cost a buffer analysis each: the graph after fusion's
@@ -301,6 +309,8 @@ def _snapshots_panes(data: ReportData, renderer: panes.PaneRenderer,
             data.add(f"kernels:{i}:collapse", json.dumps(kernels, ensure_ascii=False))
             data.add("kernels:default", json.dumps(kernels, ensure_ascii=False))
         data.add(f"buffers:{i}", renderer.pane("buffers", i))
+    for key, pane in graphs.items():
+        data.add(key, _inline_svg(pane.result()))
 
 
 def _drawing(renderer: panes.PaneRenderer, step: Step, params: str, overlay: str) -> Any:
@@ -316,17 +326,18 @@ def _drawing(renderer: panes.PaneRenderer, step: Step, params: str, overlay: str
 PROVENANCE_OPENINGS = 12
 
 
-def _provenance(data: ReportData, renderer: panes.PaneRenderer, index: int) -> None:
+def _provenance_drawings(renderer: panes.PaneRenderer, index: int, layouts: _Layouts
+                         ) -> tuple[dict[str, Future[str]], tuple[str, ...]] | str:
     """The provenance pane as it first opens, and with each group it shows closed opened
     (one more drawing each, up to `PROVENANCE_OPENINGS`), keyed by the groups drawn open
-    as the page's model looks them up (`"provenance:open:<paths, sorted, one a line>"`);
-    the layouts run a few at a time."""
+    as the page's model looks them up (`"provenance:open:<paths, sorted, one a line>"`),
+    their layouts started in `layouts`; with the groups the first view opens. The error
+    panel (str) where there is no provenance."""
     step = renderer.by_index[index]
     try:
         first = renderer.provenance_drawing(step)
     except Exception as exc:  # noqa: BLE001 - no provenance here: the pane says why
-        data.add("provenance:default", error_panel(exc, f"the provenance up to {step.label}"))
-        return
+        return error_panel(exc, f"the provenance up to {step.label}")
     view = first.view
     groups = [grp for g in (view.input_graph, view.fused_graph) for grp in g.groups]
     closed = dict.fromkeys(grp.id for grp in groups if grp.id not in first.opened
@@ -335,12 +346,20 @@ def _provenance(data: ReportData, renderer: panes.PaneRenderer, index: int) -> N
     for gid in list(closed)[:PROVENANCE_OPENINGS]:
         drawing = renderer.provenance_drawing(step, (*first.opened, gid))
         drawings["provenance:open:" + "\n".join(drawing.opened)] = (drawing, step.label)
-    with renderer.laying_out():
-        laid_out = _laid_out(drawings)
-    for key, pane in laid_out.items():
-        data.add(key, pane)
+    return layouts.start(drawings), first.opened
+
+
+def _provenance(data: ReportData,
+                drawn: tuple[dict[str, Future[str]], tuple[str, ...]] | str) -> None:
+    """The provenance panes `_provenance_drawings` started, once laid out."""
+    if isinstance(drawn, str):
+        data.add("provenance:default", drawn)
+        return
+    panes_by_key, opened = drawn
+    for key, pane in panes_by_key.items():
+        data.add(key, pane.result())
     # the first view under its groups too (one block: the same text)
-    data.add("provenance:open:" + "\n".join(first.opened), laid_out["provenance:default"])
+    data.add("provenance:open:" + "\n".join(opened), panes_by_key["provenance:default"].result())
 
 
 #: Graphviz layouts run at once: each is a subprocess, and its Python around it (the DOT
@@ -349,28 +368,43 @@ def _provenance(data: ReportData, renderer: panes.PaneRenderer, index: int) -> N
 LAYOUTS_AT_ONCE = 3
 
 
-def _laid_out(drawings: dict[str, tuple[Any, str]]) -> dict[str, str]:
-    """Each drawing's pane (key -> (drawing, its step's label), in the same order), the
-    Graphviz layouts run a few at a time, each in a copy of the caller's context (the
-    layout store of `PaneRenderer.laying_out`)."""
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
+class _Layouts:
+    """Graphviz layouts run in the background, `LAYOUTS_AT_ONCE` at a time, each in a
+    copy of the caller's context with the layout store of `PaneRenderer.laying_out`:
+    `dot` is a subprocess, so while it runs the report's thread goes on printing diffs
+    and analysing buffers on the other core. A drawing's `html` touches no cache of the
+    renderer. Leaving the block waits for the layouts (cancelling those not started when
+    the block failed)."""
 
-    def html(item: tuple[Any, str]) -> str:
-        drawing, label = item
-        if isinstance(drawing, str):
-            return drawing
-        try:
-            return drawing.html()
-        except Exception as exc:  # noqa: BLE001 - the pane says what failed
-            what = "the provenance up to" if isinstance(drawing, panes.ProvenanceDrawing) \
-                else "the fused graph after"
-            return error_panel(exc, f"{what} {label}")
+    def __init__(self, renderer: panes.PaneRenderer) -> None:
+        self.renderer = renderer
+        self.pool = ThreadPoolExecutor(LAYOUTS_AT_ONCE, thread_name_prefix="passlab-layout")
 
-    contexts = [contextvars.copy_context() for _ in drawings]
-    with ThreadPoolExecutor(LAYOUTS_AT_ONCE, thread_name_prefix="passlab-layout") as pool:
-        return dict(zip(drawings, pool.map(lambda c, item: c.run(html, item), contexts,
-                                           drawings.values())))
+    def __enter__(self) -> _Layouts:
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=kind is not None)
+
+    def start(self, drawings: dict[str, tuple[Any, str]]) -> dict[str, Future[str]]:
+        """Each drawing's pane to come (key -> (drawing, its step's label), in the same
+        order)."""
+        with self.renderer.laying_out():  # layouts kept beside the trace's file, if any
+            return {key: self.pool.submit(contextvars.copy_context().run, _pane, item)
+                    for key, item in drawings.items()}
+
+
+def _pane(item: tuple[Any, str]) -> str:
+    """One drawing laid out, a note as it is, or the error panel."""
+    drawing, label = item
+    if isinstance(drawing, str):
+        return drawing
+    try:
+        return drawing.html()
+    except Exception as exc:  # noqa: BLE001 - the pane says what failed
+        what = "the provenance up to" if isinstance(drawing, panes.ProvenanceDrawing) \
+            else "the fused graph after"
+        return error_panel(exc, f"{what} {label}")
 
 
 #: The phases of a report a progress bar shows (`write_report(progress=)`).
@@ -393,13 +427,19 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
     main = [s for s in listed if _main(s, failing)]
     llvm = llvm_kept([s for s in listed if s.llvm is not None], bounds.full)
     _explains(data, trace, main + llvm)
-    shown.goto(1, note=REPORT_PHASES[1])
-    _diffs(data, renderer, [s for s in main if not s.failed and s.changed] + llvm, bounds)
-    shown.goto(2, note=REPORT_PHASES[2], now=True)
-    _snapshots_panes(data, renderer, snaps)
-    shown.goto(3, note=REPORT_PHASES[3], now=True)
-    if any(s.on_main_chain for s in trace):
-        _provenance(data, renderer, snaps[0].step.index if snaps else main[-1].index)
+    with _Layouts(renderer) as layouts:  # laid out while the diffs print
+        graphs, smalls = _snapshot_drawings(renderer, snaps, layouts)
+        drawn = (_provenance_drawings(renderer, snaps[0].step.index if snaps
+                                      else main[-1].index, layouts)
+                 if any(s.on_main_chain for s in trace) else None)
+        shown.goto(1, note=REPORT_PHASES[1])
+        _diffs(data, renderer, [s for s in main if not s.failed and s.changed] + llvm,
+               bounds)
+        shown.goto(2, note=REPORT_PHASES[2], now=True)
+        _snapshots_panes(data, renderer, snaps, graphs, smalls)
+        shown.goto(3, note=REPORT_PHASES[3], now=True)
+        if drawn is not None:
+            _provenance(data, drawn)
     shown.goto(4, note=REPORT_PHASES[4])
     data.add("pipeline", renderer.pane("pipeline", -1))
     if profile is not None:

@@ -363,6 +363,23 @@ def test_nothing_leaks_and_llvm_options_are_restored():
     assert out.stdout.split() == ["0", "None"]
 
 
+def test_each_kernel_compiles_its_own_functions_only():
+    # a kernel named as the start of another's name: each symbol is its longest match's
+    import tvm
+
+    from passlab._tvm.codegen import kernel_of
+
+    kernels = ["fused_add", "fused_add_relu"]
+    empty = tvm.tirx.PrimFunc([], tvm.tirx.Evaluate(0))
+    host = tvm.IRModule({tvm.ir.GlobalVar(name): empty for name in (
+        "__tvm_ffi_fused_add", "fused_add_compute_", "__tvm_ffi_fused_add_relu",
+        "fused_add_relu_compute_", "__tvm_ffi__shared_helper")})
+    jobs = L.kernel_modules(host, kernels, lambda symbol: kernel_of(symbol, kernels))
+    assert [(k, sorted(gv.name_hint for gv in mod.functions)) for k, mod in jobs] == [
+        ("fused_add", ["__tvm_ffi_fused_add", "fused_add_compute_"]),
+        ("fused_add_relu", ["__tvm_ffi_fused_add_relu", "fused_add_relu_compute_"])]
+
+
 def test_one_kernels_llvm_passes_compiled_alone(llvm_build):
     mine = passlab.build(passlab.models.mlp(), llvm_passes="fused_matmul_add_relu")
     assert mine.trace.llvm_summary.kernels == ("fused_matmul_add_relu",)
@@ -442,8 +459,9 @@ def _recordings(build, **kwargs):
     from passlab.recording.codegen import _final_module
 
     host = _final_module(build.trace, "host_finalize")
-    got = L.record_kernels(host, tvm.target.Target("llvm"), list(build.trace.code.kernels),
-                           kernel_of, **kwargs)
+    kernels = list(build.trace.code.kernels)
+    got = L.record_kernels(host, tvm.target.Target("llvm"), kernels,
+                           lambda symbol: kernel_of(symbol, kernels), **kwargs)
 
     def norm(text: str) -> str:
         return re.sub(r'!"0x[0-9a-f]+"', '!"0x"', text)

@@ -52,9 +52,9 @@ from passlab.errors import LlvmOptionError
 
 __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "LlvmDump",
            "record_codegen", "split_functions", "function_stats", "vector_types",
-           "module_target", "compile_ll", "llvm_version", "FunctionStats", "only_functions",
-           "PRINT_OPTIONS", "MODULE", "LLVM_STAGE", "KernelRecording", "record_kernels",
-           "worker_count", "WORKERS_ENV", "MAX_WORKERS"]
+           "module_target", "compile_ll", "llvm_version", "FunctionStats", "kernel_modules",
+           "only_functions", "PRINT_OPTIONS", "MODULE", "LLVM_STAGE", "KernelRecording",
+           "record_kernels", "worker_count", "WORKERS_ENV", "MAX_WORKERS"]
 
 #: What passlab adds to a build's options to record LLVM's passes.
 PRINT_OPTIONS = ("-print-changed:bool=true", "-print-loop-func-scope:bool=true",
@@ -493,8 +493,6 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
     from tvm import ir
     from tvm.tirx.build import codegen_build
 
-    from passlab._tvm.logs import sorted_stderr
-
     target = codegen_target(tgt, [*options, *PRINT_OPTIONS])
     whole = ir.IRModule({}, attrs=host_mod.attrs)  # as tvm.tirx.build's tir_to_runtime
     whole.update(host_mod)
@@ -505,7 +503,7 @@ def record_codegen(host_mod: Any, tgt: Any, options: Sequence[str] = (),
         return readers[0].feed
 
     # TVM's benign log lines are the build's, said once already: sorted away again
-    with sorted_stderr(), _fd2_to(make=make):
+    with logs.sorted_stderr(), _fd2_to(make=make):
         lib = codegen_build(whole, target)
         del lib
     readers[0].close()
@@ -565,12 +563,14 @@ def worker_count(workers: int | None, jobs: int) -> int:
 
 
 def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
-                   kernel_of: Callable[[str, Sequence[str]], str | None],
+                   owner: Callable[[str], str | None],
                    options: Sequence[str] = (), workers: int | None = None,
                    on_kernel: Callable[[int, int], None] | None = None,
                    in_process: bool = True) -> list[KernelRecording]:
     """`record_codegen` of each of `kernels` compiled alone: the functions of
-    `host_mod` whose symbol `kernel_of(symbol, [kernel])` maps to it. One LLVM module
+    `host_mod` whose symbol `owner(symbol)` says is that kernel's (matched against every
+    kernel of the module, so that `fused_add_relu_compute_` is not also
+    `fused_add`'s). One LLVM module
     per kernel costs far less than the whole module's recording (LLVM's printing of a
     function takes time in proportion to the module around it), and the kernels are
     spread over `worker_count(workers, ...)` processes: this one, which starts on the
@@ -583,10 +583,7 @@ def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
     waits for the workers (and records what they could not)."""
     import tvm
 
-    def of(kernel: str) -> Callable[[str], bool]:
-        return lambda name: kernel_of(name, [kernel]) is not None
-
-    jobs = [(k, only_functions(host_mod, of(k))) for k in kernels]
+    jobs = kernel_modules(host_mod, kernels, owner)
     count = worker_count(workers, len(jobs))
     results: list[KernelRecording | None] = [None] * len(jobs)
 
@@ -817,6 +814,18 @@ def _serve() -> None:
             answer = dict(error=f"{type(exc).__name__}: {first_line(exc)}")
         out.write(json.dumps(answer).encode() + b"\n")
         out.flush()
+
+
+def kernel_modules(host_mod: Any, kernels: Sequence[str],
+                   owner: Callable[[str], str | None]) -> list[tuple[str, Any]]:
+    """Each of `kernels` with the module of its functions alone: those of `host_mod`
+    whose symbol `owner(symbol)` says is that kernel's (each symbol's owner found once)."""
+    owners = {gv.name_hint: owner(gv.name_hint) for gv in host_mod.functions}
+
+    def of(kernel: str) -> Callable[[str], bool]:
+        return lambda name: owners[name] == kernel
+
+    return [(k, only_functions(host_mod, of(k))) for k in kernels]
 
 
 def only_functions(mod: Any, keep: Callable[[str], bool]) -> Any:

@@ -198,8 +198,9 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
                 progress.note(f"recording LLVM's passes: {done} of {total} kernels")
                 progress.redraw()
 
-        parts = _llvm.record_kernels(host, tgt, kernels, _codegen.kernel_of, options,
-                                     on_kernel=between)
+        parts = _llvm.record_kernels(host, tgt, kernels,
+                                     lambda symbol: _codegen.kernel_of(symbol, compiled),
+                                     options, on_kernel=between)
         dumps = [d for p in parts for d in p.dumps]
         runs = sum(p.headers for p in parts)
         unchanged: dict[str, int] = {}

@@ -249,3 +249,18 @@ def test_the_report_keeps_the_first_view_and_each_group_opened(cnn_trace, monkey
     assert data["blocks"]["provenance:open:"] == data["blocks"]["provenance:default"]
     assert 'data-open="[&quot;/head&quot;]"' in kept["provenance:open:/head"]
     assert "opens and closes any group" in data["notes"]["provenance_open"]
+
+
+@_NEEDS_DOT
+def test_every_kept_view_is_under_the_key_the_page_looks_up(cnn_trace):
+    # the page joins the groups drawn open sorted (report/model.js); the first view opens
+    # them level by level (/features, /head, then /features/conv1, ...): a group opened
+    # and closed again must find the first view under its sorted key
+    from passlab.views._report_state import read_report
+
+    _, kept = read_report(render_report(cnn_trace))
+    views = [k.removeprefix("provenance:open:").split("\n") for k in kept
+             if k.startswith("provenance:open:")]
+    assert any(len(v) > 2 for v in views)  # a first view with nested groups open
+    assert all(v == sorted(v) for v in views), views
+

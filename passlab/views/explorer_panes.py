@@ -441,7 +441,7 @@ class PaneRenderer:
 
         after, note = fused_step(self.trace, step)
         view = self.provenance_view(after)
-        shown = view.first_opened() if opened is None else tuple(sorted(opened))
+        shown = tuple(sorted(view.first_opened() if opened is None else opened))
         return ProvenanceDrawing(_note(note) if note else "", view, shown)
 
     def provenance_view(self, after: Step) -> Any:

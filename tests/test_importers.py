@@ -306,6 +306,14 @@ _ORDER = ("ONNX requires a graph's nodes in topological order, each reading only
      "node 'second' (Relu) reads 'h' before node 'first' makes it (nodes out of order; "
      f"{_ORDER}: export the model again, or sort its nodes, e.g. with onnx-graphsurgeon's "
      "toposort())"),
+    # out of order, with a cycle elsewhere: the node's own fault is said, not the cycle's
+    ([helper.make_node("Relu", ["h"], ["y"], name="second"),
+      helper.make_node("Relu", ["x"], ["h"], name="first"),
+      helper.make_node("Add", ["y", "d"], ["c"], name="c"),
+      helper.make_node("Relu", ["c"], ["d"], name="d")],
+     "node 'second' (Relu) reads 'h' before node 'first' makes it (nodes out of order; "
+     f"{_ORDER}: export the model again, or sort its nodes, e.g. with onnx-graphsurgeon's "
+     "toposort())"),
     ([helper.make_node("Relu", ["nowhere"], ["y"])],
      f"node '#0' (Relu) reads 'nowhere', which no node, graph input or initializer makes; "
      f"{_ORDER}"),

@@ -379,24 +379,29 @@ def _check_onnx_order(model, what: str) -> None:
             if name in known:
                 continue
             at = made.get(name)
-            label = f"node {node.name or f'#{k}'!r} ({node.op_type})"
+            label = f"node {_onnx_name(graph, k)!r} ({node.op_type})"
             if at is None:
                 raise ModelFormatError(f"{what} is not a valid ONNX graph: {label} reads "
                                        f"{name!r}, which no node, graph input or initializer "
                                        f"makes; {right}")
             loop = _onnx_cycle(graph, made)
-            if loop:
-                names = " -> ".join(repr(graph.node[j].name or f"#{j}") for j in loop)
+            if k in loop:  # a cycle elsewhere: this node is only out of order
+                names = " -> ".join(repr(_onnx_name(graph, j)) for j in loop)
                 raise ModelFormatError(f"{what} is not a valid ONNX graph: it has a cycle, "
                                        f"each node reading the next one's output ({names}; "
                                        f"{label} reads {name!r}, made by "
                                        f"{'itself' if at == k else 'a node that depends on it'}"
                                        f"); {right}")
             raise ModelFormatError(f"{what} is not a valid ONNX graph: {label} reads {name!r} "
-                                   f"before node {graph.node[at].name or f'#{at}'!r} makes it "
+                                   f"before node {_onnx_name(graph, at)!r} makes it "
                                    f"(nodes out of order; {right}: export the model again, or "
                                    "sort its nodes, e.g. with onnx-graphsurgeon's toposort())")
         known.update(node.output)
+
+
+def _onnx_name(graph: Any, k: int) -> str:
+    """Node `k`'s name, or "#k" where it has none."""
+    return graph.node[k].name or f"#{k}"
 
 
 def _onnx_cycle(graph: Any, made: Mapping[str, int]) -> list[int]:

@@ -311,7 +311,6 @@ def to_svg(g: Any, *, overlay_by: str = "none", marks: Mapping[str, str] | None 
 
     svg = _render.dot_to_svg(to_dot(g, overlay_by=overlay_by, marks=marks, title=title,
                                     values=values, opened=opened, rankdir=rankdir))
-    svg = svg[svg.find("<svg"):]  # drop the XML prolog and doctype
     # dot writes "plx&#45;new": plain class names, for CSS and readers of the markup
     return re.sub(r'class="([^"&]*&#45;[^"]*)"',
                   lambda m: f'class="{m.group(1).replace("&#45;", "-")}"', svg)

@@ -279,7 +279,7 @@ def _graph_html(g: FusedGraph, prefix: str, attrs: dict[str, dict[str, str]],
     the others closed, or as a table of its nodes without a layout program."""
     if _render.layout_program():
         try:
-            svg = g.to_svg(opened=[grp.id for grp in g.groups if grp.id in set(opened)])
+            svg = g.to_svg(opened=opened)  # the other graph's groups are ignored
         except (RuntimeError, OSError):
             svg = ""
         start = svg.find("<svg")

@@ -551,8 +551,10 @@ def diff(
     renamed_old = _callers_renamed(before, old, renames)
     # a step alone: its change set (computed once per step and kept) already says which
     # functions are structurally equal; a late TIR pass rewrites every kernel, and
-    # comparing them again cost its first view 50 ms (DenseNet-121's LowerIntrin)
-    changes = getattr(a, "functions_changed", None) if b is None else None
+    # comparing them again cost its first view 50 ms (DenseNet-121's LowerIntrin); for
+    # one function, only when the set is known (it would compare every function)
+    use_set = b is None and (function is None or getattr(a, "changes_known", False))
+    changes = getattr(a, "functions_changed", None) if use_set else None
     modified = set(changes.modified) if isinstance(changes, Changes) else None
     for name in old.keys() & new.keys():
         if function is not None and name != function:

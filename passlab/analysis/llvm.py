@@ -39,7 +39,9 @@ REMARKS_NOTE = ("LLVM's optimization remarks cannot be switched on through TVM 0
 
 # -------------------------------------------------------------------- statistics
 @functools.lru_cache(maxsize=50_000)
-def _stats(text: str) -> _llvm.FunctionStats:
+def stats_of(text: str) -> _llvm.FunctionStats:
+    """`passlab._tvm.llvm.function_stats(text)`, cached: the table, the vectorization
+    view and `blame` read the same function texts."""
     return _llvm.function_stats(text)
 
 
@@ -121,7 +123,7 @@ class LlvmTable(NamedSequence[LlvmRow], _render.Displayable):
 
 
 def _row(step: Any, f: Any) -> LlvmRow:
-    b, a = _stats(f.before), _stats(f.after)
+    b, a = stats_of(f.before), stats_of(f.after)
     return LlvmRow(step.index, step.label, f.symbol, f.kernel, f.status,
                    (b.instructions, a.instructions), (b.blocks, a.blocks),
                    (b.vector_instructions, a.vector_instructions))
@@ -162,8 +164,8 @@ def llvm_sentence(change: Any) -> tuple[str, dict[str, Any]]:
     if not funcs:
         return (f"{change.pass_name}{where} changed the module's text outside its functions "
                 "(declarations, attributes, metadata).", facts)
-    b = [_stats(f.before) for f in funcs]
-    a = [_stats(f.after) for f in funcs]
+    b = [stats_of(f.before) for f in funcs]
+    a = [stats_of(f.after) for f in funcs]
     ins = (sum(x.instructions for x in b), sum(x.instructions for x in a))
     blocks = (sum(x.blocks for x in b), sum(x.blocks for x in a))
     vec = (sum(x.vector_instructions for x in b), sum(x.vector_instructions for x in a))
@@ -178,8 +180,8 @@ def llvm_sentence(change: Any) -> tuple[str, dict[str, Any]]:
         parts.append(f"basic blocks {blocks[0]} \u2192 {blocks[1]}")
     if vec[0] != vec[1]:
         parts.append(f"vector instructions {vec[0]} \u2192 {vec[1]}")
-        widths = sorted({t for f in funcs for t, _ in _stats(f.after).vector_types}
-                        - {t for f in funcs for t, _ in _stats(f.before).vector_types})
+        widths = sorted({t for f in funcs for t, _ in stats_of(f.after).vector_types}
+                        - {t for f in funcs for t, _ in stats_of(f.before).vector_types})
         if widths:
             parts.append(f"new vector types {', '.join(widths[:4])}")
             facts["new_vector_types"] = tuple(widths)
@@ -358,11 +360,11 @@ def vectorization(trace: Any, *, measure: bool = False) -> Vectorization:
                 continue
             if f.symbol not in first_seen:
                 first_seen.add(f.symbol)
-                _add(start[f.kernel], _stats(f.before).vector_types)
+                _add(start[f.kernel], stats_of(f.before).vector_types)
             if base in VECTORIZERS:
                 acc = created[f.kernel][base]
-                _add(acc, _stats(f.after).vector_types)
-                _add(acc, _stats(f.before).vector_types, -1)
+                _add(acc, stats_of(f.after).vector_types)
+                _add(acc, stats_of(f.before).vector_types, -1)
                 if s.index not in steps[f.kernel]:
                     steps[f.kernel].append(s.index)
     final_funcs = code.functions("llvm") if "llvm" in code.kinds else {}
@@ -370,9 +372,9 @@ def vectorization(trace: Any, *, measure: bool = False) -> Vectorization:
     for sym, text in final_funcs.items():
         k = kernel_of(sym, kernels)
         if k is not None:
-            _add(final[k], _stats(text).vector_types)
+            _add(final[k], stats_of(text).vector_types)
             if sym not in first_seen:  # no LLVM pass changed it: as TVM made it
-                _add(start[k], _stats(text).vector_types)
+                _add(start[k], stats_of(text).vector_types)
     off: dict[str, dict[str, int]] = {}
     if measure:
         off = _measured(trace, kernels)
@@ -404,6 +406,6 @@ def _measured(trace: Any, kernels: Sequence[str]) -> dict[str, dict[str, int]]:
         for sym, body in split_functions(text, "llvm").items():
             k = kernel_of(sym, kernels)
             if k is not None:
-                counts[k] = counts.get(k, 0) + sum(n for _, n in _stats(body).vector_types)
+                counts[k] = counts.get(k, 0) + sum(n for _, n in stats_of(body).vector_types)
         out[key] = counts
     return out

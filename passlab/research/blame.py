@@ -27,9 +27,6 @@ from passlab.recording.trace import Step, Trace
 __all__ = ["blame", "Blame", "Event"]
 
 ACTIONS = ("created", "rewritten", "removed", "vectorized")
-#: LLVM's vectorizers: a step of theirs that adds vector instructions to a kernel's
-#: function "vectorized" it.
-_VECTORIZERS = ("LoopVectorizePass", "SLPVectorizerPass")
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,7 +236,7 @@ def _llvm_events(trace: Trace, kernel: str) -> list[Event]:
     code = trace.code
     if trace.llvm_summary is None or code is None or kernel not in code.kernels:
         return []
-    from passlab._tvm.llvm import function_stats
+    from passlab.analysis.llvm import VECTORIZERS, stats_of
 
     events = []
     for s in trace.llvm_steps(kernel):
@@ -247,9 +244,10 @@ def _llvm_events(trace: Trace, kernel: str) -> list[Event]:
             if f.kernel != kernel:
                 continue
             action = {"added": "created", "removed": "removed"}.get(f.status, "rewritten")
-            if (s.name in _VECTORIZERS and action == "rewritten"
-                    and function_stats(f.after).vector_instructions
-                    > function_stats(f.before).vector_instructions):
+            # a vectorizer's step that adds vector instructions "vectorized" the kernel
+            if (s.name in VECTORIZERS and action == "rewritten"
+                    and stats_of(f.after).vector_instructions
+                    > stats_of(f.before).vector_instructions):
                 action = "vectorized"
             events.append(Event(action, s, f.symbol))
     return events

@@ -425,7 +425,7 @@ def report_data(trace: Trace, listed: list[Step], complete: bool, bounds: Bounds
     data = ReportData(_state(trace, listed, complete))
     failing = bounds.failing
     main = [s for s in listed if _main(s, failing)]
-    llvm = llvm_kept([s for s in listed if s.llvm is not None], bounds.full)
+    llvm = [s for s in listed if s.llvm is not None]  # `listed` keeps llvm_kept's
     _explains(data, trace, main + llvm)
     with _Layouts(renderer) as layouts:  # laid out while the diffs print
         graphs, smalls = _snapshot_drawings(renderer, snaps, layouts)

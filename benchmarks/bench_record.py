@@ -93,9 +93,9 @@ def _stderr_to_devnull():
 def _llvm_printing_alone(mod, pipe, tgt):
     """TVM's own build with LLVM printing what each pass changed (the options passlab
     uses), to /dev/null: what LLVM's dumping costs, without passlab reading it."""
-    from passlab._tvm.llvm import PRINT_OPTIONS
+    from passlab._tvm.llvm import PRINT_OPTIONS, codegen_target
 
-    printing = tvm.target.Target({"kind": "llvm", "cl-opt": list(PRINT_OPTIONS)})
+    printing = codegen_target(tgt, PRINT_OPTIONS)  # as passlab's recording makes it
     with _stderr_to_devnull():
         tvm.relax.build(mod, printing, relax_pipeline=pipe.to_pass())
 

@@ -54,7 +54,8 @@ __all__ = ["check_options", "codegen_target", "unknown_options", "DumpReader", "
            "record_codegen", "split_functions", "function_stats", "vector_types",
            "module_target", "compile_ll", "llvm_version", "FunctionStats", "kernel_modules",
            "only_functions", "PRINT_OPTIONS", "MODULE", "LLVM_STAGE", "KernelRecording",
-           "record_kernels", "worker_count", "WORKERS_ENV", "MAX_WORKERS"]
+           "record_kernels", "worker_count", "WORKERS_ENV", "MAX_WORKERS", "Workers",
+           "started_workers"]
 
 #: What passlab adds to a build's options to record LLVM's passes.
 PRINT_OPTIONS = ("-print-changed:bool=true", "-print-loop-func-scope:bool=true",
@@ -516,8 +517,9 @@ WORKERS_ENV = "PASSLAB_LLVM_WORKERS"
 #: At most this many processes by default (each holds TVM: a few hundred MB).
 MAX_WORKERS = 8
 #: Below this much lowered module (its `tvm.ir.save_json` text, all kernels together)
-#: no worker is started unless asked for: measured here, recording takes ~4-5 s per MB
-#: of it and a worker ~3.5 s to import TVM (the MLP, 0.28 MB, records in ~1.3 s alone).
+#: no worker is started unless asked for (or started ahead, `started_workers`): measured
+#: here, recording takes ~4-5 s per MB of it and a worker ~1.4 s to import TVM (the MLP,
+#: 0.28 MB, records in ~1.3 s alone).
 WORKER_MIN_BYTES = 1 << 20
 
 
@@ -546,27 +548,34 @@ def worker_count(workers: int | None, jobs: int) -> int:
     most `MAX_WORKERS`; `record_kernels` then starts none for a small module); never
     more than the jobs."""
     if workers is None:
-        said = os.environ.get(WORKERS_ENV, "").strip()
-        if said:
-            if not said.isdigit() or int(said) < 1:
-                raise ValueError(f"{WORKERS_ENV}={said!r}: the number of processes that "
-                                 "record kernels' LLVM passes is an integer >= 1 (1: one "
-                                 "after another in this process)")
-            workers = int(said)
-        else:
-            try:
-                cpus = len(os.sched_getaffinity(0))
-            except (AttributeError, OSError):
-                cpus = os.cpu_count() or 1
-            workers = min(cpus, MAX_WORKERS)
+        workers = _asked_workers()
+    if workers is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        workers = min(cpus, MAX_WORKERS)
     return max(1, min(workers, jobs))
+
+
+def _asked_workers() -> int | None:
+    """`PASSLAB_LLVM_WORKERS` as a number, or None where it is not set."""
+    said = os.environ.get(WORKERS_ENV, "").strip()
+    if not said:
+        return None
+    if not said.isdigit() or int(said) < 1:
+        raise ValueError(f"{WORKERS_ENV}={said!r}: the number of processes that record "
+                         "kernels' LLVM passes is an integer >= 1 (1: one after another "
+                         "in this process)")
+    return int(said)
 
 
 def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
                    owner: Callable[[str], str | None],
                    options: Sequence[str] = (), workers: int | None = None,
                    on_kernel: Callable[[int, int], None] | None = None,
-                   in_process: bool = True) -> list[KernelRecording]:
+                   in_process: bool = True, started: Workers | None = None
+                   ) -> list[KernelRecording]:
     """`record_codegen` of each of `kernels` compiled alone: the functions of
     `host_mod` whose symbol `owner(symbol)` says is that kernel's (matched against every
     kernel of the module, so that `fused_add_relu_compute_` is not also
@@ -577,6 +586,7 @@ def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
     largest kernel at once, and worker processes (`python -c`, TVM imported afresh)
     that take the next ones as soon as they are ready (none for a module smaller than
     `WORKER_MIN_BYTES`, unless `workers` or `PASSLAB_LLVM_WORKERS` asks for them).
+    `started`: workers started earlier (`started_workers`), used instead of new ones.
     Results in the order of `kernels`. `on_kernel(done, total)` is called here between kernels. A worker that
     dies hands its kernel back; an error in a kernel's recording raises here, once every
     worker is stopped. `in_process=False`: with more than one process, this one only
@@ -584,7 +594,6 @@ def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
     import tvm
 
     jobs = kernel_modules(host_mod, kernels, owner)
-    count = worker_count(workers, len(jobs))
     results: list[KernelRecording | None] = [None] * len(jobs)
 
     def here(i: int) -> None:
@@ -593,14 +602,21 @@ def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
         reader = record_codegen(mod, tgt, options)
         results[i] = _recorded(kernel, reader, time.perf_counter() - start)
 
-    if count <= 1:
-        return _one_by_one(jobs, here, results, on_kernel)
+    if started is not None and (not started.procs or len(jobs) < 2):
+        started.stop()
+        started = None
+    if started is None:
+        count = worker_count(workers, len(jobs))
+        if count <= 1:
+            return _one_by_one(jobs, here, results, on_kernel)
     texts = [tvm.ir.save_json(mod) for _, mod in jobs]
-    if workers is None and not os.environ.get(WORKERS_ENV, "").strip() and in_process \
-            and sum(map(len, texts)) < WORKER_MIN_BYTES:
-        return _one_by_one(jobs, here, results, on_kernel)  # quicker than a worker's start
-    pool = _Pool(count - (1 if in_process else 0), tvm.ir.save_json(tgt), tuple(options),
-                 jobs, texts, results)
+    if started is None:
+        if workers is None and _asked_workers() is None and in_process \
+                and sum(map(len, texts)) < WORKER_MIN_BYTES:
+            return _one_by_one(jobs, here, results, on_kernel)  # quicker than a worker's start
+        started = Workers(count - (1 if in_process else 0))
+    pool = started
+    pool.assign(tvm.ir.save_json(tgt), tuple(options), jobs, texts, results)
     try:
         if not in_process:
             pool.wait()
@@ -617,6 +633,22 @@ def record_kernels(host_mod: Any, tgt: Any, kernels: Sequence[str],
     return [r for r in results if r is not None]
 
 
+@contextlib.contextmanager
+def started_workers(kernels: int | None = None) -> Iterator[Workers | None]:
+    """Workers for a `record_kernels` of `kernels` kernels (None: as many as the module
+    will have), started now and stopped on leaving (unless `record_kernels` stopped them
+    first); None where `worker_count` leaves this process alone."""
+    count = worker_count(None, kernels or MAX_WORKERS + 1) - 1
+    if count < 1:
+        yield None
+        return
+    workers = Workers(count)
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
 def _one_by_one(jobs: Sequence[Any], here: Callable[[int], None],
                 results: list[KernelRecording | None],
                 on_kernel: Callable[[int, int], None] | None) -> list[KernelRecording]:
@@ -627,20 +659,32 @@ def _one_by_one(jobs: Sequence[Any], here: Callable[[int], None],
     return [r for r in results if r is not None]
 
 
-class _Pool:
-    """The worker processes of `record_kernels` and the queue of kernels they share
-    with this process (largest first), each worker fed by a thread of its own."""
+#: What a worker process runs: TVM imported without PyTorch (apache-tvm-ffi imports it when
+#: it can, for DLPack exchange, which code generation never uses): 1.4 s and 200 MB instead
+#: of 3.3 s and 400 MB, measured here.
+_WORKER = ("import sys; sys.modules['torch'] = None; "
+           "from passlab._tvm.llvm import _serve; _serve()")
 
-    def __init__(self, count: int, target: str, options: tuple[str, ...],
-                 jobs: Sequence[tuple[str, Any]], texts: Sequence[str],
-                 results: list[KernelRecording | None]) -> None:
+
+class Workers:
+    """Worker processes of `record_kernels` and the queue of kernels they share with
+    this process (largest first), each worker fed by a thread of its own. They can be
+    started before there is anything to record (`started_workers`): a build that will
+    record its kernels' LLVM passes starts them before its first pass, so their import
+    of TVM runs beside the build on another core; the kernels come later (`assign`).
+    One set of workers serves one `record_kernels` call."""
+
+    def __init__(self, count: int) -> None:
         import subprocess
         import tempfile
-        from collections import deque
 
-        self.jobs, self.texts, self.results = jobs, texts, results
-        self.target, self.options = target, options
-        self.queue = deque(sorted(range(len(jobs)), key=lambda i: -len(texts[i])))
+        self.jobs: Sequence[tuple[str, Any]] = ()
+        self.texts: Sequence[str] = ()
+        self.results: list[KernelRecording | None] = []
+        self.target: str = ""
+        self.options: tuple[str, ...] = ()
+        self.queue: Any = None  # the kernels left: None until `assign`
+        self.stopped = False
         self.cond = threading.Condition()
         self.inflight = 0
         self.errors: list[str] = []
@@ -653,9 +697,8 @@ class _Pool:
         for _ in range(count):
             log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
             try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", "from passlab._tvm.llvm import _serve; _serve()"],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+                proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=log, env=env)
             except OSError:  # no Python to start: this process records every kernel
                 log.close()
                 break
@@ -665,6 +708,19 @@ class _Pool:
                                       name="passlab-llvm-worker")
             thread.start()
             self.threads.append(thread)
+
+    def assign(self, target: str, options: tuple[str, ...],
+               jobs: Sequence[tuple[str, Any]], texts: Sequence[str],
+               results: list[KernelRecording | None]) -> None:
+        """The kernels to record (`jobs`, their modules' JSON `texts`), the target (as
+        JSON) and options, and where the recordings go."""
+        from collections import deque
+
+        with self.cond:
+            self.jobs, self.texts, self.results = jobs, texts, results
+            self.target, self.options = target, options
+            self.queue = deque(sorted(range(len(jobs)), key=lambda i: -len(texts[i])))
+            self.cond.notify_all()
 
     def take(self, wait: bool = False) -> int | None:
         """The next kernel to record, or None when there is none left (with `wait`:
@@ -689,7 +745,9 @@ class _Pool:
                 return  # it could not start (its log says why): the others go on
             while True:
                 with self.cond:
-                    if not self.queue or self.errors:
+                    while self.queue is None and not self.stopped:
+                        self.cond.wait()  # started ahead: the kernels come later
+                    if not self.queue or self.errors or self.stopped:
                         return
                     i = self.queue.popleft()
                     self.inflight += 1
@@ -721,6 +779,13 @@ class _Pool:
             _stop(proc)
 
     def stop(self) -> None:
+        """End the workers (idle or not) and pass on what they said that was not LLVM's
+        dump."""
+        with self.cond:
+            if self.stopped:
+                return
+            self.stopped = True
+            self.cond.notify_all()
         for proc in self.procs:
             _stop(proc)
         for thread in self.threads:

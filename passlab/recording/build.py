@@ -15,14 +15,14 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from passlab import _tvm
 from passlab._tvm.codegen import codegen_status, runnable
-from passlab._tvm.llvm import codegen_target
+from passlab._tvm.llvm import codegen_target, started_workers
 from passlab._tvm.tir import TIR_ROOT
 from passlab.errors import (
     BuildError,
@@ -36,7 +36,7 @@ from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
 from passlab.recording.codegen import GeneratedCode, codegen_step, name_codegen_failure
-from passlab.recording.llvm import with_llvm_steps
+from passlab.recording.llvm import PER_KERNEL, with_llvm_steps
 from passlab.recording.progress import build_progress
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
@@ -154,13 +154,16 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         bar = None if callable(progress) else build_progress(pipe, progress, tgt.kind.name)
         run = RecordedRun(pipe, mod, progress=progress if callable(progress) else bar,
                           config=context_config(checks) if checks else None)
-        return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks,
-                             _llvm_kernels(llvm_passes) or pipe.llvm_passes)
+        kernels = _llvm_kernels(llvm_passes) or pipe.llvm_passes
+        with _llvm_workers(kernels) as workers:
+            return _build_locked(mod, pipe, tgt, run, bar, tir_pipeline, earlier, checks,
+                                 kernels, workers)
 
 
 def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any,
                   tir_pipeline: str | None, earlier: list[Build], checks: Sequence[Any],
-                  llvm_passes: bool | tuple[str, ...] = False) -> Build:
+                  llvm_passes: bool | tuple[str, ...] = False,
+                  workers: Any = None) -> Build:
     start = time.perf_counter()
     tgt = _llvm_target(tgt, pipe, llvm_passes)
     try:
@@ -197,7 +200,7 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
             bar.close("failed in codegen", done=False)
         raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
     if llvm_passes:
-        trace = _with_llvm(trace, tgt, pipe, bar, llvm_passes)
+        trace = _with_llvm(trace, tgt, pipe, bar, llvm_passes, workers)
     if bar is not None:
         llvm = trace.llvm_summary
         bar.close(f"{calls} pass calls recorded" + (
@@ -233,6 +236,15 @@ def _llvm_kernels(llvm_passes: Any) -> bool | tuple[str, ...]:
     return names
 
 
+def _llvm_workers(kernels: bool | tuple[str, ...]) -> Any:
+    """Worker processes for recording several kernels' LLVM passes each alone, started
+    before the build's first pass: their import of TVM then runs beside the build
+    (`passlab._tvm.llvm.started_workers`). None (as a context) otherwise."""
+    if not isinstance(kernels, tuple) or (len(kernels) < 2 and PER_KERNEL not in kernels):
+        return nullcontext()
+    return started_workers(None if PER_KERNEL in kernels else len(kernels))
+
+
 def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: Any) -> Any:
     """The build's target with the pipeline's LLVM options (`Pipeline.llvm_options`)."""
     host = tgt.host if tgt.host is not None else tgt
@@ -244,7 +256,7 @@ def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: Any) -> Any:
 
 
 def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
-               kernels: Any = True) -> Trace:
+               kernels: Any = True, workers: Any = None) -> Trace:
     """`trace` with LLVM's passes as steps (`passlab.recording.llvm`); a trace whose
     kernels came from an earlier build has no code generation to record, and says so."""
     if trace.kernels_reused or trace.code is None:
@@ -255,7 +267,7 @@ def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
     host = tgt.host if tgt.host is not None else tgt
     try:
         return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
-                               kernels if isinstance(kernels, tuple) else ())
+                               kernels if isinstance(kernels, tuple) else (), workers)
     except (KeyboardInterrupt, UnknownNameError) as exc:  # Ctrl-C, a misspelt kernel:
         exc.trace = trace  # type: ignore[union-attr]  # the build is kept on the error
         raise

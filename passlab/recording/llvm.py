@@ -150,7 +150,8 @@ def llvm_steps(dumps: Sequence[Any], kernels: Sequence[str], parent: Step,
 
 
 def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
-                    progress: Any = None, kernels: Sequence[str] | str = ()) -> Trace:
+                    progress: Any = None, kernels: Sequence[str] | str = (),
+                    workers: _llvm.Workers | None = None) -> Trace:
     """`trace` (a finished build's, ending in its `codegen` step) with LLVM's passes
     as steps after that step: the lowered host module (the `host_finalize` stage's
     output, what TVM's code generator received) is compiled again with `options` and
@@ -161,7 +162,8 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     passes, LLVM's module-level passes then seeing one kernel at a time; its steps
     follow the kernels' order. `progress` (a `passlab._progress.Bar` or None) says so
     before, between kernels and after; never while LLVM prints: a bar on a terminal
-    writes to descriptor 2, which LLVM's dump then holds."""
+    writes to descriptor 2, which LLVM's dump then holds. `workers`: worker processes
+    started ahead (`passlab._tvm.llvm.started_workers`) for the kernels' recording."""
     from passlab.recording.codegen import _final_module
 
     code_step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
@@ -200,7 +202,7 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
 
         parts = _llvm.record_kernels(host, tgt, kernels,
                                      lambda symbol: _codegen.kernel_of(symbol, compiled),
-                                     options, on_kernel=between)
+                                     options, on_kernel=between, started=workers)
         dumps = [d for p in parts for d in p.dumps]
         runs = sum(p.headers for p in parts)
         unchanged: dict[str, int] = {}

@@ -282,6 +282,24 @@ def run_all(page, expect) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
 
+def count_list_draws(root) -> None:
+    """From now on, count the draws of the pass list under ``root`` (a locator of the
+    Explorer's root): each time its rows are replaced (list.js renderList), seen by a
+    MutationObserver; :func:`list_draws` reads the count. A search that changes both
+    `search` and `visible` draws the list once, not once for each."""
+    root.locator(".plx-list").evaluate("""(list) => {
+      window.plxListDraws = 0;
+      new MutationObserver((records) => {
+        for (const r of records) if (r.target === list && r.removedNodes.length) window.plxListDraws++;
+      }).observe(list, { childList: true });
+    }""")
+
+
+def list_draws(page) -> int:
+    """The pass list's draws since :func:`count_list_draws`."""
+    return page.evaluate("() => window.plxListDraws")
+
+
 #: The layout rule of every pane (issue 34), checked in the page on the widget's root:
 #: `wide` lists the boxes whose content is wider than the box (scrollWidth > clientWidth)
 #: that are no declared scroller (`data-plx-scroll`: a box that scrolls sideways by

@@ -13,7 +13,15 @@ import shutil
 import time
 from pathlib import Path
 
-from browser_helpers import SHOTS, marks, open_notebook, set_theme, write_notebook
+from browser_helpers import (
+    SHOTS,
+    count_list_draws,
+    list_draws,
+    marks,
+    open_notebook,
+    set_theme,
+    write_notebook,
+)
 
 pytestmark = marks()
 
@@ -69,8 +77,11 @@ def test_explorer_in_jupyterlab(lab, page, expect):
     # filters: changed only, then a search
     widget.locator(".plx-changed-only").check()
     expect(widget.locator(".plx-count")).to_have_text("33 of 71 passes")
+    count_list_draws(widget)
     widget.locator(".plx-search").fill("fuse")
     expect(widget.locator(".plx-row")).to_have_count(2)
+    expect(widget.locator(".plx-list mark.plx-hit")).to_have_count(2)
+    assert list_draws(page) == 1  # once for the search and the kernel's answer together
     SHOTS.mkdir(parents=True, exist_ok=True)
     widget.scroll_into_view_if_needed()
     widget.screenshot(path=str(SHOTS / "explorer.png"))

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import SHOTS, marks
+from browser_helpers import SHOTS, count_list_draws, list_draws, marks
 
 pytestmark = marks()
 
@@ -65,8 +65,11 @@ def test_report_is_the_explorer_offline(tmp_path, resnet_build, new_page, expect
     page.keyboard.press("j")
     expect(root.locator(".plx-row.selected .plx-label")).to_have_text("FoldConstant")
     expect(root.locator(".plx-pane-diff")).to_contain_text("No change: the module after this pass")
+    count_list_draws(root)
     root.locator(".plx-search").fill("fuse")
     expect(root.locator(".plx-count")).to_have_text(re.compile(r"^2 of \d+ passes"))
+    expect(root.locator(".plx-list mark.plx-hit")).to_have_count(2)
+    assert list_draws(page) == 1  # once for the search and the report's answer together
     _row(root, "FuseOps").click()
     # find in IR: a count, next/previous, marks in the diff
     diff = root.locator(".plx-pane-diff")

@@ -86,6 +86,9 @@ export function passList(ctx) {
 
   let byIndex = new Map();
   let rowEls = new Map();
+  // a draw to come (drawSoon below): its timer, what it redraws ("rows" or "marks"), and
+  // whether it scrolls to the selected row
+  let drawTimer = null, dirty = null, scrollTo = false;
   const indexRows = () => {
     byIndex = new Map(model.get("steps").map((r) => [r.i, r]));
   };
@@ -131,6 +134,9 @@ export function passList(ctx) {
   };
 
   const renderList = () => {
+    clearTimeout(drawTimer);
+    drawTimer = null;
+    dirty = null;
     const vis = model.get("visible");
     const inner = model.get("show_inner");
     const needle = (model.get("search") || "").trim().toLowerCase();
@@ -163,8 +169,32 @@ export function passList(ctx) {
     const off = vis.filter((i) => i < 0).length;  // disabled entries: rows, not passes run
     count.textContent = `${vis.length - off} of ${inner ? model.get("step_count") : main} passes`
       + (off ? ` (+${off} disabled)` : "");
-    markSelected(false);
+    markSelected(scrollTo);
+    scrollTo = false;
   };
+
+  // the search's marks on the rows drawn (a search that leaves the same rows)
+  const remark = () => {
+    drawTimer = null;
+    dirty = null;
+    const needle = (model.get("search") || "").trim().toLowerCase();
+    for (const [i, row] of rowEls) {
+      const r = byIndex.get(i);
+      if (r) row.querySelector(".plx-label").replaceChildren(labelNodes(r.label, needle));
+    }
+  };
+
+  // What changes together is drawn once: a search changes `search`, then `visible` (the
+  // answer: the report's in the same task, the kernel's later) and often `selected`. The
+  // search alone only moves the marks on the rows there are; anything else that shapes
+  // the rows draws them once, after the task (a timer: microtasks run first, and the
+  // report answers in one). A selection made meanwhile is scrolled to once its row is
+  // drawn.
+  const drawSoon = (what) => {
+    if (dirty !== "rows") dirty = what;
+    if (drawTimer === null) drawTimer = setTimeout(() => (dirty === "rows" ? renderList() : remark()), 0);
+  };
+  ctx.onCleanup(() => clearTimeout(drawTimer));
 
   // the codegen row heads LLVM's own passes (a trace recorded with llvm_passes=True): a
   // group that opens and closes under it
@@ -244,20 +274,24 @@ export function passList(ctx) {
   innerBox.checked = model.get("show_inner");
   renderList();
   askChanges();
-  on("change:steps", () => { indexRows(); renderList(); });
+  const drawRows = () => drawSoon("rows");
+  on("change:steps", () => { indexRows(); drawRows(); });
   on("change:changes_pending", () => { asked = false; askChanges(); });
-  on("change:steps_complete", renderList);
+  on("change:steps_complete", drawRows);
   on("change:stages", renderStages);
-  on("change:visible", renderList);
+  on("change:visible", drawRows);
   on("change:show_inner", () => { innerBox.checked = model.get("show_inner"); });
-  on("change:show_llvm", renderList);
+  on("change:show_llvm", drawRows);
   on("change:changed_only", () => { changedBox.checked = model.get("changed_only"); });
   on("change:stage", () => { stageSel.value = model.get("stage"); });
   on("change:search", () => {
     if (document.activeElement !== search) search.value = model.get("search");
-    renderList();  // the marks follow the search (the rows may be the same)
+    drawSoon("marks");  // the marks follow the search (the rows may be the same)
   });
-  on("change:selected", () => markSelected(true));
+  on("change:selected", () => {
+    if (drawTimer !== null && dirty === "rows") scrollTo = true;  // rows on their way
+    else markSelected(true);
+  });
 
   return { toolbar, list, box, select, markSelected };
 }

@@ -12,8 +12,22 @@ import { h } from "./core.js";
 import { toggledGroups } from "./graph/groups.js";
 import { panZoom } from "./graph/interaction.js";
 
-function provList(text) {
+function parseList(text) {
   try { const v = JSON.parse(text || "[]"); return Array.isArray(v) ? v : []; } catch (e) { return []; }
+}
+
+// the JSON list in `el`'s data-* attribute `key` (data-group-ops: "groupOps"), parsed
+// once per element and text: a hover reads every group's (bad JSON: [])
+const parsedLists = new WeakMap();
+function provList(el, key) {
+  const text = el.dataset[key];
+  let lists = parsedLists.get(el);
+  if (!lists) parsedLists.set(el, lists = new Map());
+  const kept = lists.get(key);
+  if (kept && kept.text === text) return kept.list;
+  const list = parseList(text);
+  lists.set(key, { text, list });
+  return list;
 }
 
 // mark what `el` links to (itself included) in `root`; `el` null clears
@@ -23,9 +37,9 @@ function provHighlight(root, el) {
   if (!el) return;
   const isGroup = el.dataset.group !== undefined;
   const isKernel = el.dataset.kernel !== undefined;
-  const ops = isGroup ? provList(el.dataset.groupOps) : isKernel ? provList(el.dataset.ops) : [el.dataset.op];
-  const kernels = isGroup ? provList(el.dataset.groupKernels)
-    : isKernel ? [el.dataset.kernel] : provList(el.dataset.kernels);
+  const ops = isGroup ? provList(el, "groupOps") : isKernel ? provList(el, "ops") : [el.dataset.op];
+  const kernels = isGroup ? provList(el, "groupKernels")
+    : isKernel ? [el.dataset.kernel] : provList(el, "kernels");
   for (const n of root.querySelectorAll("[data-op]")) {
     if (ops.includes(n.dataset.op)) n.classList.add("passlab-prov-hl");
   }
@@ -35,8 +49,8 @@ function provHighlight(root, el) {
   // a closed group lights up with what it holds
   const opSet = new Set(ops), kernelSet = new Set(kernels);
   for (const n of root.querySelectorAll("[data-group]")) {
-    if (n === el || provList(n.dataset.groupOps).some((o) => opSet.has(o))
-        || provList(n.dataset.groupKernels).some((k) => kernelSet.has(k))) {
+    if (n === el || provList(n, "groupOps").some((o) => opSet.has(o))
+        || provList(n, "groupKernels").some((k) => kernelSet.has(k))) {
       n.classList.add("passlab-prov-hl");
     }
   }
@@ -95,7 +109,7 @@ export function provenancePane(ctx, pane) {
   // graphs: the paths are the model's); the drawing says what it has open (data-open)
   const toggle = (id) => {
     const root = body.querySelector(".passlab-prov[data-open]");
-    const groups = toggledGroups(id, root ? provList(root.dataset.open) : []);
+    const groups = toggledGroups(id, root ? parseList(root.dataset.open) : []);
     if (!groups) return;  // an operator or a kernel: the click handler above
     ctx.busy();
     send({ provenance_open: groups });

@@ -8,18 +8,21 @@ plain build.
     .venv/bin/python benchmarks/bench_record.py [--model resnet] [--repeat 7] [--json out.json]
 
 `--llvm` measures recording LLVM's own passes instead (`llvm_passes=True`: the lowered
-module compiled a second time while LLVM prints every function a pass changed) against
-the plain build and against LLVM's printing alone (TVM's own build with the same LLVM
-options, standard error to /dev/null: the part that is LLVM's), and the per-kernel
+module compiled a second time while LLVM prints every function a pass changed, per
+kernel above 1 MB of lowered module; `"whole-module"`: as one module however large)
+against the plain build and against LLVM's printing alone (TVM's own build with the same
+LLVM options, standard error to /dev/null: the part that is LLVM's), and the per-kernel
 recording (`llvm_passes="per-kernel"`: each kernel compiled alone, the kernels spread
-over this process and worker processes; `PASSLAB_LLVM_WORKERS=1` keeps them here).
+over this process and worker processes; `PASSLAB_LLVM_WORKERS=1` keeps them here), and
+the recording of one kernel's passes (`llvm_passes=NAME`, the kernel with the largest
+lowered functions: what a look at one kernel costs).
 `--onnx` adds torchvision's ResNet-18 written as an ONNX file with `onnx.helper`
 (weights as graph inputs, 64x64):
 
     .venv/bin/python benchmarks/bench_record.py --llvm --model resnet --onnx --repeat 3
 
 `--only TEXT` keeps the variants whose name contains TEXT (and the plain build), e.g.
-`--llvm --only "per kernel"` leaves out the whole-module recording (minutes on a ResNet).
+`--llvm --only "kernel"` leaves out the whole-module recordings (minutes on a ResNet).
 """
 
 from __future__ import annotations
@@ -71,8 +74,36 @@ def _passlab_llvm(mod, pipe, tgt):
     passlab.build(mod, pipe, llvm_passes=True)
 
 
+def _passlab_llvm_whole(mod, pipe, tgt):
+    passlab.build(mod, pipe, llvm_passes="whole-module")
+
+
 def _passlab_llvm_per_kernel(mod, pipe, tgt):
     passlab.build(mod, pipe, llvm_passes="per-kernel")
+
+
+def _largest_kernel(mod, pipe, tgt) -> str:
+    """The kernel of `mod`'s build whose lowered functions are the largest (their
+    `tvm.ir.save_json` text): the one whose LLVM recording takes longest."""
+    key = id(mod)
+    if key not in _largest_kernel.found:
+        from passlab._tvm.codegen import kernel_of
+        from passlab._tvm.llvm import kernel_modules
+        from passlab.recording.codegen import _final_module
+
+        trace = passlab.build(mod, pipe).trace
+        kernels = list(trace.code.kernels)
+        jobs = kernel_modules(_final_module(trace, "host_finalize"), kernels,
+                              lambda symbol: kernel_of(symbol, kernels))
+        _largest_kernel.found[key] = max(jobs, key=lambda j: len(tvm.ir.save_json(j[1])))[0]
+    return _largest_kernel.found[key]
+
+
+_largest_kernel.found = {}
+
+
+def _passlab_llvm_one_kernel(mod, pipe, tgt):
+    passlab.build(mod, pipe, llvm_passes=_largest_kernel(mod, pipe, tgt))
 
 
 @contextlib.contextmanager
@@ -140,8 +171,10 @@ def variants(full: bool, llvm: bool = False) -> dict:
     if llvm:
         return {"plain build": _plain, "passlab record": _passlab,
                 "passlab record + LLVM's passes": _passlab_llvm,
+                "passlab record + LLVM's passes, whole module": _passlab_llvm_whole,
                 "TVM build, LLVM printing to /dev/null": _llvm_printing_alone,
-                "passlab record + LLVM's passes per kernel": _passlab_llvm_per_kernel}
+                "passlab record + LLVM's passes per kernel": _passlab_llvm_per_kernel,
+                "passlab record + LLVM's passes, largest kernel": _passlab_llvm_one_kernel}
     v = {"plain build": _plain, "passlab record": _passlab}
     if full:
         tmp = tempfile.mkdtemp(prefix="passlab-dumpir-")
@@ -156,9 +189,9 @@ def variants(full: bool, llvm: bool = False) -> dict:
 
 def print_table(model: str, rows: dict, out=sys.stdout) -> None:
     print(f"\n{model}: ratio = median / median of the plain build", file=out)
-    print(f"{'variant':44} {'median s':>9} {'min-max s':>15} {'ratio':>7}", file=out)
+    print(f"{'variant':48} {'median s':>9} {'min-max s':>15} {'ratio':>7}", file=out)
     for name, r in rows.items():
-        print(f"{name:44} {r['median_s']:9.3f} {r['min_s']:7.3f}-{r['max_s']:<7.3f} "
+        print(f"{name:48} {r['median_s']:9.3f} {r['min_s']:7.3f}-{r['max_s']:<7.3f} "
               f"{r['ratio']:6.2f}x", file=out)
 
 

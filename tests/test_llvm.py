@@ -16,7 +16,7 @@ import pytest
 import passlab
 from passlab._tvm import llvm as L
 from passlab._tvm.codegen import split_functions
-from passlab.errors import LlvmOptionError
+from passlab.errors import LlvmOptionError, UnknownNameError
 
 #: TVM's runtime helpers: generated functions that belong to no TIR kernel
 HELPERS = re.compile(r"^(__tvm_set_raised_\d+|__tvm_module_startup|__truncsfhf2|__extendhfsf2|\[module\])$")
@@ -408,6 +408,63 @@ def test_one_kernels_llvm_passes_compiled_alone(llvm_build):
 @pytest.fixture(scope="module")
 def per_kernel_build() -> passlab.Build:
     return passlab.build(passlab.models.mlp(), llvm_passes="per-kernel")
+
+
+def _llvm_shape(trace):
+    """An LLVM recording's steps as (name, kernels, functions' symbols and after-texts
+    with metadata numbers and TVM's TBAA addresses made equal)."""
+    def norm(text: str) -> str:
+        return re.sub(r'!"0x[0-9a-f]+"', '!"0x"', re.sub(r"!\d+", "!N", text))
+
+    return [(s.name, s.llvm.kernels, [(f.symbol, norm(f.after)) for f in s.llvm.functions])
+            for s in trace.llvm_steps()]
+
+
+def test_llvm_passes_recorded_after_a_plain_build(plain_build, per_kernel_build):
+    later = plain_build.with_llvm_passes("per-kernel")
+    # nothing ran again: the executable, the Relax and TIR steps are the build's own
+    assert later.executable is plain_build.executable
+    assert all(a is b for a, b in zip(later.trace, plain_build.trace, strict=False))
+    assert len(later.trace) > len(plain_build.trace)
+    assert plain_build.trace.llvm_summary is None  # the build itself is untouched
+    # and the LLVM steps are those the same build records when asked up front
+    assert later.trace.llvm_summary.kernels == per_kernel_build.trace.llvm_summary.kernels
+    assert _llvm_shape(later.trace) == _llvm_shape(per_kernel_build.trace)
+    one = plain_build.with_llvm_passes("transpose", progress=False)
+    assert one.trace.llvm_summary.kernels == ("transpose",)
+    assert {k for s in one.trace.llvm_steps() for k in s.llvm.kernels} == {"transpose"}
+    assert plain_build.with_llvm_passes(False) is plain_build
+    with pytest.raises(ValueError, match=r"already holds LLVM's passes \(for the kernels "
+                                         r"transpose\): to record other kernels, build again"):
+        one.with_llvm_passes(True)
+    with pytest.raises(UnknownNameError, match="no_such_kernel"):
+        plain_build.with_llvm_passes("no_such_kernel")
+    assert plain_build.trace.llvm_summary is None
+
+
+def test_a_large_module_is_recorded_per_kernel(monkeypatch, llvm_build, per_kernel_build):
+    from passlab.recording import llvm as recording
+
+    # the MLP's lowered module (0.28 MB) is recorded whole by llvm_passes=True ...
+    assert llvm_build.trace.llvm_summary.kernels == ()
+    assert not any("per kernel" in n for n in llvm_build.trace.notes)
+    # ... and a module over WHOLE_MODULE_MAX_BYTES per kernel, which the notes say
+    monkeypatch.setattr(recording, "WHOLE_MODULE_MAX_BYTES", 50_000)
+    auto = passlab.build(passlab.models.mlp(), llvm_passes=True)
+    assert auto.trace.llvm_summary.kernels == per_kernel_build.trace.llvm_summary.kernels
+    assert _llvm_shape(auto.trace) == _llvm_shape(per_kernel_build.trace)
+    note = next(n for n in auto.trace.notes if n.startswith("LLVM's passes were recorded "
+                                                             "per kernel"))
+    assert re.search(r"the lowered module is 0\.\d MB, over passlab\.recording\.llvm\."
+                     r"WHOLE_MODULE_MAX_BYTES \(0\.1 MB\).*llvm_passes='whole-module' "
+                     r"records it as one module", note)
+    # "whole-module" records the module as the build compiled it, however large
+    whole = passlab.build(passlab.models.mlp(), llvm_passes="whole-module")
+    assert whole.trace.llvm_summary.kernels == ()
+    assert _llvm_shape(whole.trace) == _llvm_shape(llvm_build.trace)
+    with pytest.raises(ValueError, match="'whole-module' records the whole module and takes "
+                                         "no kernel names beside it"):
+        passlab.build(passlab.models.mlp(), llvm_passes=["whole-module", "transpose"])
 
 
 def _compute_passes(trace, kernel="fused_matmul_add_relu"):

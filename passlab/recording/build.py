@@ -11,6 +11,7 @@ thread-safe, so a build started in another thread waits for the running one.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import warnings
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from passlab import _tvm
+from passlab import _progress, _tvm
+from passlab._progress import ProgressArg
 from passlab._tvm.codegen import codegen_status, runnable
 from passlab._tvm.llvm import codegen_target, started_workers
 from passlab._tvm.tir import TIR_ROOT
@@ -36,7 +38,7 @@ from passlab.models import as_module
 from passlab.pipeline import Pipeline
 from passlab.recording.checks import context_config, run_checks
 from passlab.recording.codegen import GeneratedCode, codegen_step, name_codegen_failure
-from passlab.recording.llvm import PER_KERNEL, with_llvm_steps
+from passlab.recording.llvm import PER_KERNEL, WHOLE_MODULE, with_llvm_steps
 from passlab.recording.progress import build_progress
 from passlab.recording.run import RecordedRun
 from passlab.recording.trace import Step, Trace
@@ -122,7 +124,10 @@ def build(model: Any, pipeline: Pipeline | str | None = None, *, target: Any = N
         on a large model (LLVM's printing of a function costs in proportion to the module
         around it), the kernels spread over processes (`PASSLAB_LLVM_WORKERS` caps them;
         1: one after another here); the same function passes, LLVM's module-level passes
-        then seeing one kernel at a time.
+        then seeing one kernel at a time. True records a lowered module of more than
+        1 MB (`passlab.recording.llvm.WHOLE_MODULE_MAX_BYTES`) per kernel too, and the
+        trace's notes say so; `"whole-module"` records it as one module however large.
+        `Build.with_llvm_passes(...)` records them after a build instead.
 
     Returns
     -------
@@ -200,7 +205,8 @@ def _build_locked(mod: Any, pipe: Pipeline, tgt: Any, run: RecordedRun, bar: Any
             bar.close("failed in codegen", done=False)
         raise run.error(exc, run.trace(exc, **_reuse_meta(reused))) from exc
     if llvm_passes:
-        trace = _with_llvm(trace, tgt, pipe, bar, llvm_passes, workers)
+        trace = _with_llvm(trace, tgt, None if bar is None else bar.bar, llvm_passes,
+                           workers)
     if bar is not None:
         llvm = trace.llvm_summary
         bar.close(f"{calls} pass calls recorded" + (
@@ -232,7 +238,10 @@ def _llvm_kernels(llvm_passes: Any) -> bool | tuple[str, ...]:
         names = ()
     if not names or not all(isinstance(n, str) for n in names):
         raise TypeError(f"llvm_passes is True, False, a kernel's name, a list of kernel "
-                        f"names or 'per-kernel', not {llvm_passes!r}")
+                        f"names, 'per-kernel' or 'whole-module', not {llvm_passes!r}")
+    if WHOLE_MODULE in names and len(names) > 1:
+        raise ValueError(f"llvm_passes={WHOLE_MODULE!r} records the whole module and takes "
+                         f"no kernel names beside it; got {list(names)!r}")
     return names
 
 
@@ -255,8 +264,8 @@ def _llvm_target(tgt: Any, pipe: Pipeline, llvm_passes: Any) -> Any:
     return codegen_target(tgt, pipe.llvm_opts)
 
 
-def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
-               kernels: Any = True, workers: Any = None) -> Trace:
+def _with_llvm(trace: Trace, tgt: Any, bar: Any, kernels: Any = True,
+               workers: Any = None) -> Trace:
     """`trace` with LLVM's passes as steps (`passlab.recording.llvm`); a trace whose
     kernels came from an earlier build has no code generation to record, and says so."""
     if trace.kernels_reused or trace.code is None:
@@ -266,7 +275,7 @@ def _with_llvm(trace: Trace, tgt: Any, pipe: Pipeline, bar: Any,
             *trace.notes, f"LLVM's passes were not recorded: {why}"]}, adopt=True)
     host = tgt.host if tgt.host is not None else tgt
     try:
-        return with_llvm_steps(trace, host, (), None if bar is None else bar.bar,
+        return with_llvm_steps(trace, host, (), bar,
                                kernels if isinstance(kernels, tuple) else (), workers)
     except (KeyboardInterrupt, UnknownNameError) as exc:  # Ctrl-C, a misspelt kernel:
         exc.trace = trace  # type: ignore[union-attr]  # the build is kept on the error
@@ -388,6 +397,48 @@ class Build:
         vm = _tvm.virtual_machine(self.executable, self.device)
         self.__dict__["_load_s"] = time.perf_counter() - start
         return vm
+
+    def with_llvm_passes(self, kernels: bool | str | Sequence[str] = True, *,
+                         progress: ProgressArg = None) -> Build:
+        """This build with LLVM's own passes recorded now, as `build(...,
+        llvm_passes=kernels)` would have: the lowered module (or the named kernels, or
+        `"per-kernel"`: each kernel alone) is compiled again while LLVM prints what each
+        pass changed. Nothing else runs again: the Relax and TIR passes, the trace and
+        the executable are this build's. So a model can be built plainly, its profile
+        read, and only the kernels worth a look recorded down to LLVM afterwards.
+
+        Raises ValueError where this build's trace holds LLVM's passes already (build
+        again to record others), or where its target's code is not LLVM's. A recording
+        that fails leaves the build as it was, with a note that says why (as `build`
+        does).
+
+        Examples
+        --------
+        >>> import passlab
+        >>> b = passlab.build(passlab.models.mlp())
+        >>> later = b.with_llvm_passes("transpose")
+        >>> later.trace.llvm_summary.kernels, b.trace.llvm_summary is None
+        (('transpose',), True)
+        """
+        wanted = _llvm_kernels(kernels)
+        if not wanted:
+            return self
+        held = self.trace.llvm_summary
+        if held is not None:
+            which = (f"for the kernels {', '.join(held.kernels)}" if held.kernels
+                     else "for the whole module")
+            raise ValueError(f"this build's trace already holds LLVM's passes ({which}): "
+                             "to record other kernels, build again with "
+                             "passlab.build(model, pipeline, llvm_passes=...)")
+        pipe = self.pipeline
+        tgt = _llvm_target(_tvm.target(pipe.target), pipe, wanted)
+        with BUILD_LOCK, _llvm_workers(wanted) as workers, \
+                _progress.bar(progress, total=None, desc="LLVM's passes", delay=2.0) as bar:
+            trace = _with_llvm(self.trace, tgt, bar, wanted, workers)  # options: global
+            llvm = trace.llvm_summary
+            bar.close(f"{llvm.changed} of LLVM's {llvm.runs} pass runs changed the IR"
+                      if llvm is not None else "not recorded")
+        return dataclasses.replace(self, trace=trace)
 
     @property
     def load_s(self) -> float | None:

@@ -27,13 +27,23 @@ from passlab._tvm import llvm as _llvm
 from passlab.recording.trace import Changes, Step, Trace
 
 __all__ = ["LlvmFunction", "LlvmChange", "LlvmSummary", "llvm_steps", "with_llvm_steps",
-           "LLVM_STAGE", "MODULE", "PER_KERNEL"]
+           "LLVM_STAGE", "MODULE", "PER_KERNEL", "WHOLE_MODULE", "WHOLE_MODULE_MAX_BYTES"]
 
 LLVM_STAGE = _llvm.LLVM_STAGE
 MODULE = _llvm.MODULE
 #: `build(..., llvm_passes=PER_KERNEL)`: every kernel's LLVM passes, each kernel
 #: compiled alone (a name no TIR kernel can have).
 PER_KERNEL = "per-kernel"
+#: `build(..., llvm_passes=WHOLE_MODULE)`: LLVM's passes on the whole lowered module as
+#: the build compiled it, however large (`llvm_passes=True` records a module larger
+#: than `WHOLE_MODULE_MAX_BYTES` per kernel).
+WHOLE_MODULE = "whole-module"
+#: `llvm_passes=True` records a lowered module up to this size (its `tvm.ir.save_json`
+#: text) as one module, a larger one per kernel: LLVM's printing of a function costs in
+#: proportion to the module around it, so on the built-in ResNet (2.9 MB) the whole
+#: module's recording took 50-93 s and the per-kernel one 12 s, beside a 2.7 s build;
+#: the MLP (0.28 MB) records as one module in 1.1 s.
+WHOLE_MODULE_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -156,7 +166,10 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     as steps after that step: the lowered host module (the `host_finalize` stage's
     output, what TVM's code generator received) is compiled again with `options` and
     LLVM's change printing, read as it streams; the build's own executable is not
-    touched. With `kernels` (names, or `PER_KERNEL` for all of them), each of those
+    touched. Without `kernels` the whole module is compiled as the build compiled it, if
+    it is at most `WHOLE_MODULE_MAX_BYTES`, else each kernel alone (and a note says so);
+    `WHOLE_MODULE` asks for the whole module however large. With `kernels` (names, or
+    `PER_KERNEL` for all of them), each of those
     kernels' functions is compiled alone, the kernels spread over processes
     (`passlab._tvm.llvm.record_kernels`): far faster on a large model, the same function
     passes, LLVM's module-level passes then seeing one kernel at a time; its steps
@@ -164,6 +177,8 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     before, between kernels and after; never while LLVM prints: a bar on a terminal
     writes to descriptor 2, which LLVM's dump then holds. `workers`: worker processes
     started ahead (`passlab._tvm.llvm.started_workers`) for the kernels' recording."""
+    import tvm
+
     from passlab.recording.codegen import _final_module
 
     code_step = next((s for s in reversed(tuple(trace)) if s.code is not None), None)
@@ -179,6 +194,19 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     compiled = code_step.code.kernels
     if isinstance(kernels, str):
         kernels = (kernels,)
+    notes: list[str] = []
+    if not kernels:  # llvm_passes=True: the whole module, unless it is large
+        size = len(tvm.ir.save_json(host))
+        if size > WHOLE_MODULE_MAX_BYTES and len(compiled) > 1:
+            kernels = (PER_KERNEL,)
+            notes.append(
+                f"LLVM's passes were recorded per kernel, each kernel compiled alone: the "
+                f"lowered module is {size / 1e6:.1f} MB, over passlab.recording.llvm."
+                f"WHOLE_MODULE_MAX_BYTES ({WHOLE_MODULE_MAX_BYTES / 1e6:.1f} MB), and LLVM's "
+                f"printing costs in proportion to the module; "
+                f"llvm_passes={WHOLE_MODULE!r} records it as one module")
+    elif WHOLE_MODULE in kernels:  # alone: build checks it
+        kernels = ()
     if PER_KERNEL in kernels:
         kernels = tuple(compiled)
     for k in kernels:
@@ -186,8 +214,9 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
             from passlab.errors import unknown
 
             raise unknown("kernel", k, compiled,
-                          extra=f"(llvm_passes= takes the names of compiled TIR kernels, or "
-                                f"{PER_KERNEL!r} for each of them alone)")
+                          extra=f"(llvm_passes= takes the names of compiled TIR kernels, "
+                                f"{PER_KERNEL!r} for each of them alone, or "
+                                f"{WHOLE_MODULE!r})")
     kernels = tuple(dict.fromkeys(kernels))
     if progress is not None:
         progress.note("recording LLVM's passes (a second code generation that prints"
@@ -218,4 +247,7 @@ def with_llvm_steps(trace: Trace, tgt: Any, options: Sequence[str] = (),
     steps = llvm_steps(dumps, compiled, code_step, len(trace), code_step._hash)
     summary = LlvmSummary(tuple(options), runs, len(dumps), tuple(sorted(unchanged.items())),
                           seconds, tuple(kernels))
-    return Trace([*trace, *steps], {**trace._meta, "llvm": summary}, adopt=True)
+    meta = {**trace._meta, "llvm": summary}
+    if notes:
+        meta["notes"] = [*trace.notes, *notes]
+    return Trace([*trace, *steps], meta, adopt=True)

@@ -58,11 +58,11 @@ export function boxTables(root) {
 }
 
 // More places where a line of code may wrap (the kernel panel's code; a side-by-side
-// diff gets them from passlab: _diff_render.soft_breaks), so that a call wider than a
-// narrow column wraps between its arguments, not inside a name: after each "(", "[" and
-// "," (not before a space or a closing bracket), and inside
-// a long name (20 characters or more: "cls.fused_reshape_cast_reshape1") after its "." and
-// "_" (6 characters or more from either end). The places are found in each cell's whole
+// diff gets them from passlab: _diff_render.soft_breaks, whose rule this is), so that a
+// call wider than a narrow column wraps between its arguments, not inside a name: after
+// each "(", "[" and "," (not before a space or a closing bracket), and inside a long name
+// (16 characters or more: "cls.fused_reshape_cast_reshape1") after its "." and "_" (5
+// characters or more from either end). The places are found in each cell's whole
 // text (highlighting splits it into many text nodes); a <wbr> copies as nothing and
 // leaves every text offset as it was, and no text becomes markup.
 export function softBreaks(cells) {
@@ -70,8 +70,8 @@ export function softBreaks(cells) {
     const text = cell.textContent;
     const at = new Set();
     for (const m of text.matchAll(/[([,](?=[^\s)\]])/g)) at.add(m.index + 1);
-    for (const m of text.matchAll(/[\w.]{20,}/g)) {
-      for (let k = 6; k < m[0].length - 6; k++) if ("._".includes(m[0][k])) at.add(m.index + k + 1);
+    for (const m of text.matchAll(/[\w.]{16,}/g)) {
+      for (let k = 5; k < m[0].length - 5; k++) if ("._".includes(m[0][k])) at.add(m.index + k + 1);
     }
     if (!at.size) continue;
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);

@@ -170,7 +170,7 @@ def measure(model: str, repeat: int, variants: dict) -> dict:
 def variants(full: bool, llvm: bool = False) -> dict:
     if llvm:
         return {"plain build": _plain, "passlab record": _passlab,
-                "passlab record + LLVM's passes": _passlab_llvm,
+                "passlab record + LLVM's passes (True)": _passlab_llvm,
                 "passlab record + LLVM's passes, whole module": _passlab_llvm_whole,
                 "TVM build, LLVM printing to /dev/null": _llvm_printing_alone,
                 "passlab record + LLVM's passes per kernel": _passlab_llvm_per_kernel,
